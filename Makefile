@@ -1,0 +1,61 @@
+# foldlog — developer entry points. `make help` lists them.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.foldlog-installed
+export VIRTUAL_ENV := $(abspath $(VENV))
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+# the corpus and specs shared by every checkout sit beside the repository
+export FOLDLOG_SHARED ?= $(abspath ../shared)
+
+.PHONY: help install build build-release run test test-rust test-python lint format bench clean
+
+help: ## list the targets
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade "pip>=25.1"
+	$(PY) -m pip install -q --group dev
+	$(PY) -m maturin develop -q --profile dev
+	touch $(STAMP)
+
+install: $(STAMP) ## create .venv and install foldlog (editable, dev build) with its dev/test tools
+
+build: $(STAMP) ## rebuild the Rust extension (dev profile) into the editable install
+	$(PY) -m maturin develop -q --profile dev
+
+build-release: $(STAMP) ## rebuild the Rust extension with the release profile (benchmarks, wheels)
+	$(PY) -m maturin develop -q --release
+
+run: build ## run an agent session (local model offline; DeepSeek when DEEPSEEK_API_KEY is set)
+	bash scripts/run-demo.sh
+
+test-rust: ## cargo tests of the pure core
+	cargo test -q -p foldlog-core
+
+test-python: build ## pytest
+	$(PY) -m pytest -q
+
+test: test-rust test-python ## everything: cargo test + pytest (sets itself up when .venv is missing)
+
+lint: $(STAMP) ## ruff, mypy, stubtest, cargo fmt --check, cargo clippy -D warnings
+	$(VENV)/bin/ruff check python tests benches
+	$(VENV)/bin/ruff format --check python tests benches
+	$(VENV)/bin/mypy
+	$(PY) -m mypy.stubtest foldlog._core --allowlist .stubtest-allowlist
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+
+format: $(STAMP) ## apply ruff format and cargo fmt
+	$(VENV)/bin/ruff format python tests benches
+	$(VENV)/bin/ruff check --fix python tests benches
+	cargo fmt --all
+
+bench: build-release ## release build, then the benchmark suite and report (docs/benchmarks.md)
+	bash scripts/bench.sh
+
+clean: ## remove build products and the venv
+	rm -rf target $(VENV) python/foldlog/_core*.so

@@ -1,0 +1,73 @@
+"""foldlog — host LLM agents at volume.
+
+The session log is the single source of truth; the history a model sees is derived from it.
+Public names are imported lazily so that ``import foldlog`` stays fast.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from foldlog.errors import (
+    APIError,
+    AuthError,
+    CompactionError,
+    CorruptLogError,
+    FoldlogError,
+    HookError,
+    InvalidEventError,
+    MaxStepsExceeded,
+    ProviderError,
+    ProviderTimeout,
+    RunCancelled,
+    SessionLockedError,
+    StorageError,
+    StreamInterrupted,
+    UnsupportedFormatError,
+)
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it; resolved on first attribute access (PEP 562)
+_LAZY: dict[str, str] = {
+    "Session": "foldlog.session",
+}
+
+if TYPE_CHECKING:
+    from foldlog.session import Session
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'foldlog' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+__all__ = [
+    "APIError",
+    "AuthError",
+    "CompactionError",
+    "CorruptLogError",
+    "FoldlogError",
+    "HookError",
+    "InvalidEventError",
+    "MaxStepsExceeded",
+    "ProviderError",
+    "ProviderTimeout",
+    "RunCancelled",
+    "Session",
+    "SessionLockedError",
+    "StorageError",
+    "StreamInterrupted",
+    "UnsupportedFormatError",
+    "__version__",
+]

@@ -1,0 +1,114 @@
+"""The foldlog exception hierarchy.
+
+Every error foldlog raises derives from :class:`FoldlogError`; each also subclasses the
+built-in that describes it best, so ``except ValueError`` / ``except OSError`` keep working.
+The Rust core raises the same classes (the bindings import them from here).
+"""
+
+from __future__ import annotations
+
+
+class FoldlogError(Exception):
+    """Root of every error foldlog raises."""
+
+
+# --- the session log -----------------------------------------------------------------------
+
+
+class InvalidEventError(FoldlogError, ValueError):
+    """An event or message that cannot be recorded (bad shape, non-JSON-safe data, bad surface op)."""
+
+
+class CorruptLogError(FoldlogError, ValueError):
+    """A log file damaged before its end: valid events follow the damage. Names the file and line."""
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.line = line
+
+
+class UnsupportedFormatError(FoldlogError, ValueError):
+    """A log written by a newer foldlog (unknown header version or required event type)."""
+
+
+class StorageError(FoldlogError, OSError):
+    """Writing or reading a session store failed (disk full, file changed under the writer, …)."""
+
+
+class SessionLockedError(StorageError):
+    """Another writer holds the session. ``holder`` names it (pid@host or a database client)."""
+
+    def __init__(self, message: str, *, holder: str | None = None) -> None:
+        super().__init__(message)
+        self.holder = holder
+
+
+# --- the agent loop ------------------------------------------------------------------------
+
+
+class MaxStepsExceeded(FoldlogError):
+    """The turn used its step budget (and the grace step) without a final answer."""
+
+
+class RunCancelled(FoldlogError):
+    """``Agent.cancel()`` (or task cancellation) stopped the running turn."""
+
+
+class HookError(FoldlogError):
+    """An agent hook raised; the turn ended with reason ``error``."""
+
+
+# --- providers -----------------------------------------------------------------------------
+
+
+class ProviderError(FoldlogError):
+    """A model provider failed."""
+
+
+class AuthError(ProviderError, PermissionError):
+    """The provider refused the credentials (HTTP 401/403). Never retried."""
+
+
+class APIError(ProviderError):
+    """The provider answered with an error status or an error object."""
+
+    def __init__(self, message: str, *, status: int | None = None, body: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+
+class StreamInterrupted(ProviderError, ConnectionError):
+    """The connection was cut after part of the reply had been forwarded."""
+
+    def __init__(self, message: str, *, partial_text: str = "") -> None:
+        super().__init__(message)
+        self.partial_text = partial_text
+
+
+class ProviderTimeout(ProviderError, TimeoutError):
+    """The provider stalled past its watchdog or a summary call passed its timeout."""
+
+
+class CompactionError(FoldlogError):
+    """A compaction could not be planned or recorded."""
+
+
+__all__ = [
+    "APIError",
+    "AuthError",
+    "CompactionError",
+    "CorruptLogError",
+    "FoldlogError",
+    "HookError",
+    "InvalidEventError",
+    "MaxStepsExceeded",
+    "ProviderError",
+    "ProviderTimeout",
+    "RunCancelled",
+    "SessionLockedError",
+    "StorageError",
+    "StreamInterrupted",
+    "UnsupportedFormatError",
+]

@@ -1,0 +1,142 @@
+"""The provider contract: one streamed chat completion, as typed chunks.
+
+A provider never touches the session; the agent logs what it yields. Every provider
+(OpenAI-compatible over httpx, DeepSeek, the local model, the scripted test provider)
+implements :class:`Provider`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "cut"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A complete tool call as the model asked for it. ``arguments`` is the model's raw JSON text."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+
+@dataclass(slots=True)
+class Usage:
+    """Token usage of one request as the provider reported it."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_hit_tokens: int = 0
+    cache_miss_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def cache_hit_rate(self) -> float:
+        return self.cache_hit_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "promptTokens": self.prompt_tokens,
+            "completionTokens": self.completion_tokens,
+            "cacheHitTokens": self.cache_hit_tokens,
+            "cacheMissTokens": self.cache_miss_tokens,
+            "reasoningTokens": self.reasoning_tokens,
+        }
+
+
+# --- chunks ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+    kind: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    text: str
+    kind: Literal["reasoning"] = "reasoning"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStart:
+    """A call's name is known (emitted once per call, as soon as it streams in)."""
+
+    index: int
+    id: str
+    name: str
+    kind: Literal["tool_call_start"] = "tool_call_start"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallChunk:
+    """A complete tool call (emitted at the end of the stream, in index order)."""
+
+    call: ToolCall
+    kind: Literal["tool_call"] = "tool_call"
+
+
+@dataclass(frozen=True, slots=True)
+class UsageChunk:
+    usage: Usage
+    kind: Literal["usage"] = "usage"
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """The stream ended normally. ``finish_reason`` ``length`` is the max-tokens case."""
+
+    finish_reason: FinishReason = "stop"
+    kind: Literal["done"] = "done"
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorChunk:
+    """A fatal error reported inside the stream (an ``error`` object)."""
+
+    error: BaseException
+    kind: Literal["error"] = "error"
+
+
+Chunk = TextDelta | ReasoningDelta | ToolCallStart | ToolCallChunk | UsageChunk | Done | ErrorChunk
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One chat-completion request. ``messages`` is exactly the session's wire messages."""
+
+    messages: Sequence[Mapping[str, Any]]
+    tools: Sequence[Mapping[str, Any]] = ()
+    model: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """Streams one chat completion."""
+
+    model: str
+
+    @property
+    def context_window(self) -> int | None: ...
+
+    def stream(self, request: Request) -> AsyncIterator[Chunk]: ...
+
+    async def aclose(self) -> None: ...
