@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 import foldlog
 from foldlog import _core
 from foldlog.tokens import deepseek_tokenizer_path
-
 from tokens_corpus import corpus_files, file_texts, sample
 
 tokenizers = pytest.importorskip("tokenizers")
@@ -37,7 +36,9 @@ def o200k_offline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     tiktoken checks the file against OpenAI's published SHA-256 before use, so this both keeps
     tiktoken offline and proves the embedded data is OpenAI's.
     """
-    lines = b"".join(base64.b64encode(tok) + b" %d\n" % rank for rank, tok in enumerate(_core.openai_rank_bytes("o200k")))
+    lines = b"".join(
+        base64.b64encode(tok) + b" %d\n" % rank for rank, tok in enumerate(_core.openai_rank_bytes("o200k"))
+    )
     assert hashlib.sha256(lines).hexdigest() == O200K_SHA256, "embedded o200k ranks differ from OpenAI's file"
     cache = tmp_path_factory.mktemp("tiktoken-cache")
     (cache / hashlib.sha1(O200K_URL.encode()).hexdigest()).write_bytes(lines)
@@ -92,11 +93,59 @@ def test_corpus_is_there() -> None:
 
 
 ATOMS = [
-    "a", "Zebra", "é", "e\u0301", "\u0915\u094d\u0937", "漢字", "ひらがな", "カタカナー", "・", "゛", "한국어",
-    "1", "2024", "1234567", "٣٤", "½", "²", " ", "   ", "\t", "\n", "\r\n", "\n\n", " \n ", "\u00a0", "\u3000",
-    "\u2028", "👍", "👍🏽", "👨\u200d👩\u200d👧", "🏳️\u200d🌈", "\u200d", "'s", "'LL", "n't", ".", "...", "!!",
-    "<", "|", "```", "ſ", "İ", "<｜User｜>", "<｜Assistant｜>", "<｜end▁of▁sentence｜>", "<think>", "</think>",
-    "<|endoftext|>", "<|EOT|>", "｜DSML｜", "<dsml:", "</dsml:",
+    "a",
+    "Zebra",
+    "é",
+    "e\u0301",
+    "\u0915\u094d\u0937",
+    "漢字",
+    "ひらがな",
+    "カタカナー",
+    "・",
+    "゛",
+    "한국어",
+    "1",
+    "2024",
+    "1234567",
+    "٣٤",
+    "½",
+    "²",
+    " ",
+    "   ",
+    "\t",
+    "\n",
+    "\r\n",
+    "\n\n",
+    " \n ",
+    "\u00a0",
+    "\u3000",
+    "\u2028",
+    "👍",
+    "👍🏽",
+    "👨\u200d👩\u200d👧",
+    "🏳️\u200d🌈",
+    "\u200d",
+    "'s",
+    "'LL",
+    "n't",
+    ".",
+    "...",
+    "!!",
+    "<",
+    "|",
+    "```",
+    "ſ",
+    "İ",
+    "<｜User｜>",
+    "<｜Assistant｜>",
+    "<｜end▁of▁sentence｜>",
+    "<think>",
+    "</think>",
+    "<|endoftext|>",
+    "<|EOT|>",
+    "｜DSML｜",
+    "<dsml:",
+    "</dsml:",
 ]
 TEXTS = st.lists(st.one_of(st.sampled_from(ATOMS), st.text(max_size=6)), max_size=30).map("".join)
 

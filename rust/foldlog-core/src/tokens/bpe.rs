@@ -114,7 +114,13 @@ impl Bpe {
             if self.merge_of(piece, &left, &right) != Some((rank, new_id)) {
                 continue;
             }
-            let merged = Sym { start: left.start, end: right.end, id: new_id, prev: left.prev, next: right.next };
+            let merged = Sym {
+                start: left.start,
+                end: right.end,
+                id: new_id,
+                prev: left.prev,
+                next: right.next,
+            };
             syms[pos as usize] = merged;
             syms[left.next as usize].start = NONE;
             if merged.next != NONE {

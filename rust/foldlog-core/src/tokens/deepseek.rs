@@ -37,7 +37,8 @@ fn byte_level_chars() -> [char; 256] {
     let mut table = ['\0'; 256];
     let mut extra = 0u32;
     for b in 0..=255u32 {
-        let printable = (0x21..=0x7e).contains(&b) || (0xa1..=0xac).contains(&b) || (0xae..=0xff).contains(&b);
+        let printable =
+            (0x21..=0x7e).contains(&b) || (0xa1..=0xac).contains(&b) || (0xae..=0xff).contains(&b);
         table[b as usize] = if printable {
             char::from_u32(b).expect("latin-1 is valid")
         } else {
@@ -53,13 +54,19 @@ fn malformed(what: impl Into<String>) -> TokenError {
 }
 
 fn field<'a>(v: &'a Value, key: &str, ctx: &str) -> Result<&'a Value, TokenError> {
-    v.get(key).ok_or_else(|| malformed(format!("{ctx}: missing `{key}`")))
+    v.get(key)
+        .ok_or_else(|| malformed(format!("{ctx}: missing `{key}`")))
 }
 
 fn check_normalizer(root: &Value) -> Result<(), TokenError> {
     match root.get("normalizer") {
         None | Some(Value::Null) => Ok(()),
-        Some(n) if n["type"] == "Sequence" && n["normalizers"].as_array().is_some_and(|a| a.is_empty()) => Ok(()),
+        Some(n)
+            if n["type"] == "Sequence"
+                && n["normalizers"].as_array().is_some_and(|a| a.is_empty()) =>
+        {
+            Ok(())
+        }
         Some(n) => Err(TokenError::Unsupported(format!("normalizer {n}"))),
     }
 }
@@ -75,28 +82,38 @@ fn load_splits(root: &Value) -> Result<Vec<Regex>, TokenError> {
     for step in &steps {
         match step["type"].as_str() {
             Some("Split") if !saw_byte_level => {
-                let pattern = step["pattern"]["Regex"]
-                    .as_str()
-                    .ok_or_else(|| TokenError::Unsupported(format!("Split without a Regex pattern: {step}")))?;
+                let pattern = step["pattern"]["Regex"].as_str().ok_or_else(|| {
+                    TokenError::Unsupported(format!("Split without a Regex pattern: {step}"))
+                })?;
                 if step["behavior"] != "Isolated" || step["invert"] != false {
                     return Err(TokenError::Unsupported(format!("Split behaviour {step}")));
                 }
-                let rewritten = pretok::rewrite_lookahead(pattern)
-                    .ok_or_else(|| TokenError::Unsupported(format!("look-around in pattern {pattern:?}")))?;
-                let re = Regex::new(&rewritten).map_err(|e| malformed(format!("pattern {pattern:?}: {e}")))?;
+                let rewritten = pretok::rewrite_lookahead(pattern).ok_or_else(|| {
+                    TokenError::Unsupported(format!("look-around in pattern {pattern:?}"))
+                })?;
+                let re = Regex::new(&rewritten)
+                    .map_err(|e| malformed(format!("pattern {pattern:?}: {e}")))?;
                 splits.push(re);
             }
             Some("ByteLevel") if !saw_byte_level => {
                 if step["use_regex"] != false || step["add_prefix_space"] != false {
-                    return Err(TokenError::Unsupported(format!("ByteLevel settings {step}")));
+                    return Err(TokenError::Unsupported(format!(
+                        "ByteLevel settings {step}"
+                    )));
                 }
                 saw_byte_level = true;
             }
-            _ => return Err(TokenError::Unsupported(format!("pre-tokenizer step {step}"))),
+            _ => {
+                return Err(TokenError::Unsupported(format!(
+                    "pre-tokenizer step {step}"
+                )))
+            }
         }
     }
     if !saw_byte_level {
-        return Err(TokenError::Unsupported("pre-tokenizer without a final ByteLevel step".into()));
+        return Err(TokenError::Unsupported(
+            "pre-tokenizer without a final ByteLevel step".into(),
+        ));
     }
     Ok(splits)
 }
@@ -104,11 +121,22 @@ fn load_splits(root: &Value) -> Result<Vec<Regex>, TokenError> {
 fn load_bpe(root: &Value) -> Result<Bpe, TokenError> {
     let model = field(root, "model", "tokenizer.json")?;
     if model["type"] != "BPE" {
-        return Err(TokenError::Unsupported(format!("model type {}", model["type"])));
+        return Err(TokenError::Unsupported(format!(
+            "model type {}",
+            model["type"]
+        )));
     }
-    for key in ["dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix"] {
+    for key in [
+        "dropout",
+        "unk_token",
+        "continuing_subword_prefix",
+        "end_of_word_suffix",
+    ] {
         if !model.get(key).is_none_or(Value::is_null) {
-            return Err(TokenError::Unsupported(format!("BPE option `{key}` = {}", model[key])));
+            return Err(TokenError::Unsupported(format!(
+                "BPE option `{key}` = {}",
+                model[key]
+            )));
         }
     }
     if model.get("ignore_merges").is_some_and(|v| v == true) {
@@ -126,14 +154,19 @@ fn load_bpe(root: &Value) -> Result<Bpe, TokenError> {
     ids.reserve(vocab.len());
     for (token, id) in vocab {
         let id = id.as_u64().and_then(|i| u32::try_from(i).ok());
-        ids.insert(token.as_str(), id.ok_or_else(|| malformed(format!("vocab id of {token:?}")))?);
+        ids.insert(
+            token.as_str(),
+            id.ok_or_else(|| malformed(format!("vocab id of {token:?}")))?,
+        );
     }
     let mut byte_ids = [0u32; 256];
     for (b, c) in table.iter().enumerate() {
         let mut buf = [0u8; 4];
-        byte_ids[b] = *ids
-            .get(&*c.encode_utf8(&mut buf))
-            .ok_or_else(|| malformed(format!("vocab lacks the byte-level symbol of byte {b:#04x}")))?;
+        byte_ids[b] = *ids.get(&*c.encode_utf8(&mut buf)).ok_or_else(|| {
+            malformed(format!(
+                "vocab lacks the byte-level symbol of byte {b:#04x}"
+            ))
+        })?;
     }
     let merges = field(model, "merges", "model")?
         .as_array()
@@ -144,7 +177,9 @@ fn load_bpe(root: &Value) -> Result<Bpe, TokenError> {
     for (rank, merge) in merges.iter().enumerate() {
         // two spellings exist: "a b" (legacy) and ["a", "b"]
         let (a, b) = match merge {
-            Value::String(s) => s.split_once(' ').ok_or_else(|| malformed(format!("merge {s:?}")))?,
+            Value::String(s) => s
+                .split_once(' ')
+                .ok_or_else(|| malformed(format!("merge {s:?}")))?,
             Value::Array(v) if v.len() == 2 => match (v[0].as_str(), v[1].as_str()) {
                 (Some(a), Some(b)) => (a, b),
                 _ => return Err(malformed(format!("merge {merge}"))),
@@ -154,8 +189,11 @@ fn load_bpe(root: &Value) -> Result<Bpe, TokenError> {
         joined.clear();
         joined.push_str(a);
         joined.push_str(b);
-        let (Some(&ia), Some(&ib), Some(&im)) = (ids.get(a), ids.get(b), ids.get(joined.as_str())) else {
-            return Err(malformed(format!("merge {a:?} {b:?} names a token missing from the vocab")));
+        let (Some(&ia), Some(&ib), Some(&im)) = (ids.get(a), ids.get(b), ids.get(joined.as_str()))
+        else {
+            return Err(malformed(format!(
+                "merge {a:?} {b:?} names a token missing from the vocab"
+            )));
         };
         // a repeated pair keeps its last rank, as `tokenizers` collecting into a map does
         pairs.insert(Bpe::pairs_key(ia, ib), (rank as u32, im));
@@ -169,15 +207,23 @@ fn load_added(root: &Value) -> Result<AddedTokens, TokenError> {
     let mut normalized: (Vec<String>, Vec<u32>) = Default::default();
     let mut by_content = FxHashMap::default();
     for tok in &list {
-        let content = tok["content"].as_str().ok_or_else(|| malformed(format!("added token {tok}")))?;
+        let content = tok["content"]
+            .as_str()
+            .ok_or_else(|| malformed(format!("added token {tok}")))?;
         let id = tok["id"].as_u64().and_then(|i| u32::try_from(i).ok());
         let id = id.ok_or_else(|| malformed(format!("added token id {tok}")))?;
         for flag in ["lstrip", "rstrip", "single_word"] {
             if tok[flag] == true {
-                return Err(TokenError::Unsupported(format!("added token with `{flag}`: {content:?}")));
+                return Err(TokenError::Unsupported(format!(
+                    "added token with `{flag}`: {content:?}"
+                )));
             }
         }
-        let target = if tok["normalized"] == true { &mut normalized } else { &mut raw };
+        let target = if tok["normalized"] == true {
+            &mut normalized
+        } else {
+            &mut raw
+        };
         target.0.push(content.to_owned());
         target.1.push(id);
         by_content.insert(content.to_owned(), id);
@@ -198,9 +244,14 @@ fn load_added(root: &Value) -> Result<AddedTokens, TokenError> {
 
 /// Parses and checks a `tokenizer.json` held in memory.
 pub(crate) fn load_json(text: &[u8]) -> Result<Loaded, TokenError> {
-    let root: Value = serde_json::from_slice(text).map_err(|e| malformed(format!("not JSON: {e}")))?;
+    let root: Value =
+        serde_json::from_slice(text).map_err(|e| malformed(format!("not JSON: {e}")))?;
     check_normalizer(&root)?;
-    Ok(Loaded { added: load_added(&root)?, splits: load_splits(&root)?, bpe: load_bpe(&root)? })
+    Ok(Loaded {
+        added: load_added(&root)?,
+        splits: load_splits(&root)?,
+        bpe: load_bpe(&root)?,
+    })
 }
 
 pub(crate) fn load_path(path: &Path) -> Result<Loaded, TokenError> {

@@ -82,12 +82,20 @@ impl Encoding {
     /// The encoding of a model name, `None` when the model has no known exact tokenizer.
     /// A provider prefix (`openai/gpt-4o`) is ignored; names are matched case-insensitively.
     pub fn for_model(model: &str) -> Option<Encoding> {
-        let m = model.rsplit('/').next().unwrap_or(model).trim().to_ascii_lowercase();
+        let m = model
+            .rsplit('/')
+            .next()
+            .unwrap_or(model)
+            .trim()
+            .to_ascii_lowercase();
         let m = m.as_str();
         if m.starts_with("deepseek") {
             return Some(Encoding::DeepSeekV4);
         }
-        if ["gpt-4o", "gpt-4.1", "gpt-5", "o1", "o3", "o4"].iter().any(|p| m.starts_with(p)) {
+        if ["gpt-4o", "gpt-4.1", "gpt-5", "o1", "o3", "o4"]
+            .iter()
+            .any(|p| m.starts_with(p))
+        {
             return Some(Encoding::O200k);
         }
         let cl100k = m == "gpt-4"
@@ -131,7 +139,11 @@ pub fn set_deepseek_tokenizer_path(path: impl Into<PathBuf>) {
 }
 
 fn deepseek_path() -> Result<PathBuf, TokenError> {
-    if let Some(p) = DEEPSEEK_PATH.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+    if let Some(p) = DEEPSEEK_PATH
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+    {
         return Ok(p);
     }
     match std::env::var_os(DEEPSEEK_PATH_ENV) {
@@ -170,9 +182,19 @@ impl Tokenizer {
             Encoding::Cl100k | Encoding::O200k => {
                 let o200k = encoding == Encoding::O200k;
                 let loaded = openai::load(o200k)?;
-                let pattern = if o200k { pretok::O200K_PATTERN } else { pretok::CL100K_PATTERN };
+                let pattern = if o200k {
+                    pretok::O200K_PATTERN
+                } else {
+                    pretok::CL100K_PATTERN
+                };
                 let re = Regex::new(pattern).map_err(|e| TokenError::Malformed(e.to_string()))?;
-                Tokenizer { encoding, added: None, splits: Splits::Single(re), bpe: loaded.bpe, vocab: loaded.tokens }
+                Tokenizer {
+                    encoding,
+                    added: None,
+                    splits: Splits::Single(re),
+                    bpe: loaded.bpe,
+                    vocab: loaded.tokens,
+                }
             }
         })
     }
@@ -294,7 +316,9 @@ impl Tokenizer {
 
     fn encode_ordinary(&self, text: &str, out: &mut Vec<u32>) {
         match &self.splits {
-            Splits::Single(re) => pretok::split(re, text, false, |a, b, _| self.encode_piece(&text[a..b], out)),
+            Splits::Single(re) => pretok::split(re, text, false, |a, b, _| {
+                self.encode_piece(&text[a..b], out)
+            }),
             Splits::Sequence(res) => self.split_sequence(res, text, out),
         }
     }
@@ -302,7 +326,9 @@ impl Tokenizer {
     fn split_sequence(&self, res: &[Regex], text: &str, out: &mut Vec<u32>) {
         match res.split_first() {
             None => self.encode_piece(text, out),
-            Some((re, rest)) => pretok::split(re, text, true, |a, b, _| self.split_sequence(rest, &text[a..b], out)),
+            Some((re, rest)) => pretok::split(re, text, true, |a, b, _| {
+                self.split_sequence(rest, &text[a..b], out)
+            }),
         }
     }
 
@@ -347,7 +373,9 @@ pub struct Estimate {
 
 impl Default for Estimate {
     fn default() -> Self {
-        Estimate { tokens_per_char: DEFAULT_TOKENS_PER_CHAR }
+        Estimate {
+            tokens_per_char: DEFAULT_TOKENS_PER_CHAR,
+        }
     }
 }
 
@@ -387,7 +415,9 @@ impl Calibration {
             return None;
         }
         let r = self.tokens as f64 / self.chars as f64;
-        (CALIBRATION_RANGE.0..=CALIBRATION_RANGE.1).contains(&r).then_some(r)
+        (CALIBRATION_RANGE.0..=CALIBRATION_RANGE.1)
+            .contains(&r)
+            .then_some(r)
     }
 
     /// Characters per token the estimate uses (the inverse of its tokens per character).
@@ -396,11 +426,14 @@ impl Calibration {
     }
 
     pub fn tokens_per_char(&self) -> f64 {
-        self.learned_tokens_per_char().unwrap_or(DEFAULT_TOKENS_PER_CHAR)
+        self.learned_tokens_per_char()
+            .unwrap_or(DEFAULT_TOKENS_PER_CHAR)
     }
 
     pub fn estimate(&self) -> Estimate {
-        Estimate { tokens_per_char: self.tokens_per_char() }
+        Estimate {
+            tokens_per_char: self.tokens_per_char(),
+        }
     }
 }
 
@@ -435,9 +468,9 @@ impl TokenizerChoice {
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, TokenError> {
         match self {
             TokenizerChoice::Exact(t) => Ok(t.encode(text)),
-            TokenizerChoice::Estimate(_) => {
-                Err(TokenError::NotExact("the estimate counts tokens but has no token ids".into()))
-            }
+            TokenizerChoice::Estimate(_) => Err(TokenError::NotExact(
+                "the estimate counts tokens but has no token ids".into(),
+            )),
         }
     }
 
@@ -458,21 +491,27 @@ impl TokenizerChoice {
     pub fn count_message(&self, message: &Value) -> Result<usize, TokenError> {
         match self {
             TokenizerChoice::Exact(t) => t.count_message(message),
-            TokenizerChoice::Estimate(e) => chat::count_message(chat::Family::Estimate, &|s| e.count(s), message),
+            TokenizerChoice::Estimate(e) => {
+                chat::count_message(chat::Family::Estimate, &|s| e.count(s), message)
+            }
         }
     }
 
     pub fn count_tools(&self, tools: &[Value]) -> Result<usize, TokenError> {
         match self {
             TokenizerChoice::Exact(t) => t.count_tools(tools),
-            TokenizerChoice::Estimate(e) => chat::count_tools(chat::Family::Estimate, &|s| e.count(s), tools),
+            TokenizerChoice::Estimate(e) => {
+                chat::count_tools(chat::Family::Estimate, &|s| e.count(s), tools)
+            }
         }
     }
 
     pub fn request_overhead(&self) -> usize {
         match self {
             TokenizerChoice::Exact(t) => t.request_overhead(),
-            TokenizerChoice::Estimate(e) => chat::request_overhead(chat::Family::Estimate, &|s| e.count(s)),
+            TokenizerChoice::Estimate(e) => {
+                chat::request_overhead(chat::Family::Estimate, &|s| e.count(s))
+            }
         }
     }
 }

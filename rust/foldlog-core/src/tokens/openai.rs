@@ -20,7 +20,10 @@ fn ranks_of(core: &CoreBPE, first_special: u32) -> Result<Vec<Box<[u8]>>, TokenE
         .map_while(|rank| core.decode_bytes(&[rank]).ok().map(Vec::into_boxed_slice))
         .collect();
     if tokens.len() < 256 {
-        return Err(TokenError::Malformed(format!("embedded rank file has only {} ranks", tokens.len())));
+        return Err(TokenError::Malformed(format!(
+            "embedded rank file has only {} ranks",
+            tokens.len()
+        )));
     }
     Ok(tokens)
 }
@@ -43,7 +46,12 @@ pub(crate) fn load(o200k: bool) -> Result<Loaded, TokenError> {
         map.insert(bytes.clone(), rank as u32);
     }
     if byte_ids.contains(&u32::MAX) {
-        return Err(TokenError::Malformed("embedded rank file lacks a single-byte token".into()));
+        return Err(TokenError::Malformed(
+            "embedded rank file lacks a single-byte token".into(),
+        ));
     }
-    Ok(Loaded { bpe: Bpe::new(byte_ids, Ranks::Bytes(map)), tokens })
+    Ok(Loaded {
+        bpe: Bpe::new(byte_ids, Ranks::Bytes(map)),
+        tokens,
+    })
 }

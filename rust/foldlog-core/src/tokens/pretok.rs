@@ -32,7 +32,8 @@ pub(crate) const O200K_PATTERN: &str = concat!(
 );
 
 /// The look-ahead tails we know how to rewrite, and what they become.
-const LOOKAHEAD_TAILS: [(&str, &str); 2] = [(r"|\s+(?!\S)|\s+", r"|\s+"), (r"|\s+(?!\S)|\s", r"|\s+")];
+const LOOKAHEAD_TAILS: [(&str, &str); 2] =
+    [(r"|\s+(?!\S)|\s+", r"|\s+"), (r"|\s+(?!\S)|\s", r"|\s+")];
 
 /// Rewrites a pattern whose only look-around is the `\s+(?!\S)` tail; `None` for any other
 /// look-around (which this module cannot run exactly).
@@ -72,7 +73,12 @@ fn gives_back_last(m: &str) -> Option<usize> {
 /// `on_piece(start, end, matched)` for each match and, when `keep_gaps`, for each unmatched
 /// stretch between matches (Hugging Face `Split` with `Isolated` behaviour keeps those).
 #[inline]
-pub(crate) fn split(re: &Regex, hay: &str, keep_gaps: bool, mut on_piece: impl FnMut(usize, usize, bool)) {
+pub(crate) fn split(
+    re: &Regex,
+    hay: &str,
+    keep_gaps: bool,
+    mut on_piece: impl FnMut(usize, usize, bool),
+) {
     let mut pos = 0;
     while pos < hay.len() {
         let Some(m) = re.find_at(hay, pos) else { break };
