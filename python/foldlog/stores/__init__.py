@@ -15,7 +15,6 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
-    from foldlog.stores.file import FileStore
     from foldlog.stores.postgres import PostgresStore
 
 
