@@ -39,6 +39,8 @@ class SessionInfo:
     last_seq: int
     #: bytes of the whole log as ``read_log`` returns it (header and newlines included)
     size: int
+    #: number of turns started (``turn/start`` events)
+    turns: int
     #: the writer holding the session now (``pid@host``, plus the database backend), or None
     holder: str | None
     #: the start of the first user message, for listings; None before there is one

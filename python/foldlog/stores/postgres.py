@@ -260,6 +260,7 @@ class PostgresStore:
                 updated=int(r[2]),
                 last_seq=int(r[3]),
                 size=int(r[4]),
+                turns=int(r[8]),
                 holder=_holder_text(r[6], r[7]) if r[7] is not None else None,
                 preview=r[5],
             )
@@ -281,7 +282,7 @@ class PostgresStore:
 
 
 _LIST_SQL = """
-SELECT s.id, s.created, s.updated, s.last_seq, s.size, s.preview, a.application_name, l.pid
+SELECT s.id, s.created, s.updated, s.last_seq, s.size, s.preview, a.application_name, l.pid, s.turns
 FROM foldlog.sessions AS s
 LEFT JOIN pg_locks AS l
     ON l.locktype = 'advisory' AND l.granted AND l.objsubid = 1

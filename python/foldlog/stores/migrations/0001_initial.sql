@@ -10,6 +10,7 @@ CREATE TABLE foldlog.sessions (
     header      text NOT NULL,               -- the header line, without its newline
     last_seq    bigint NOT NULL DEFAULT -1,  -- -1: no event yet
     size        bigint NOT NULL,             -- bytes of the log as read_log returns it
+    turns       integer NOT NULL DEFAULT 0,  -- number of turn/start events
     holder      text,                        -- the last writer that opened the session (the lock is the truth)
     preview     text                         -- start of the first user message
 );
@@ -62,6 +63,7 @@ DECLARE
     v_bad_ord  bigint;
     v_bad_seq  bigint;
     v_new_prev text;
+    v_turns    integer;
 BEGIN
     SELECT last_seq, preview INTO v_last, v_preview FROM foldlog.sessions WHERE id = p_session;
     IF NOT FOUND THEN
@@ -97,11 +99,12 @@ BEGIN
         RETURNING 1
     )
     SELECT (SELECT count(*) FROM ins), bad.ord, bad.seq,
+           (SELECT count(*) FROM b WHERE b.type = 'turn/start'),
            CASE WHEN v_preview IS NULL THEN
                (SELECT left(foldlog.content_text(b.data -> 'content'), 200) FROM b
                 WHERE b.type = 'user/message' ORDER BY b.ord LIMIT 1)
            END
-    INTO v_n, v_bad_ord, v_bad_seq, v_new_prev
+    INTO v_n, v_bad_ord, v_bad_seq, v_turns, v_new_prev
     FROM (SELECT 1) AS one
     LEFT JOIN LATERAL (
         SELECT b.ord, b.seq FROM b WHERE b.seq IS DISTINCT FROM p_first + b.ord - 1 ORDER BY b.ord LIMIT 1
@@ -121,6 +124,7 @@ BEGIN
     UPDATE foldlog.sessions
     SET last_seq = p_first + p_count - 1,
         size = size + octet_length(p_lines),
+        turns = turns + v_turns,
         updated = (extract(epoch FROM clock_timestamp()) * 1000)::bigint,
         preview = COALESCE(preview, v_new_prev)
     WHERE id = p_session AND last_seq = p_first - 1;
