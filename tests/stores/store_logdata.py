@@ -39,9 +39,19 @@ def step_events(first_seq: int, step: int, n_steps: int, note: str) -> list[dict
         args = json.dumps({"cmd": f"echo {step}"})
         call = {"id": call_id, "type": "function", "function": {"name": "bash", "arguments": args}}
         msg = {"role": "assistant", "content": f"step {step} by {note}", "tool_calls": [call]}
-        add("assistant/message", {"turn": turn, "step": n, "message": msg, "usage": usage}, surfaceOp="append")
-        call_seq = add("tool/call", {"turn": turn, "step": n, "callId": call_id, "name": "bash", "arguments": args})
-        result = {"role": "tool", "toolCallId": call_id, "toolName": "bash", "content": str(step), "isError": False}
+        add(
+            "assistant/message", {"turn": turn, "step": n, "message": msg, "usage": usage}, surfaceOp="append"
+        )
+        call_seq = add(
+            "tool/call", {"turn": turn, "step": n, "callId": call_id, "name": "bash", "arguments": args}
+        )
+        result = {
+            "role": "tool",
+            "toolCallId": call_id,
+            "toolName": "bash",
+            "content": str(step),
+            "isError": False,
+        }
         add(
             "tool/result",
             {"turn": turn, "step": n, "message": result},
@@ -50,7 +60,9 @@ def step_events(first_seq: int, step: int, n_steps: int, note: str) -> list[dict
         )
     else:
         msg = {"role": "assistant", "content": f"done by {note}"}
-        add("assistant/message", {"turn": turn, "step": n, "message": msg, "usage": usage}, surfaceOp="append")
+        add(
+            "assistant/message", {"turn": turn, "step": n, "message": msg, "usage": usage}, surfaceOp="append"
+        )
     add("step/end", {"turn": turn, "step": n})
     if step == n_steps - 1:
         add("turn/end", {"turn": turn, "reason": {"kind": "completed"}})

@@ -6,7 +6,7 @@ Talks JSON lines: answers on stdout, waits for lines on stdin where a command sa
 Commands:
   hold        open a writer, report {"ok", "holder"}, wait for a stdin line, close
   try-open    at wall time ``at``, try to open a writer; report {"ok"} or {"locked", "holder"};
-              a winner holds the lock for ``hold`` seconds
+              with ``wait``, a winner holds the lock until a stdin line comes
   append-kill open a writer, append ``batches`` batches reporting each commit, then wait for a stdin
               line and append one more (the test kills us while that one is in flight)
   steps       move sessions step by step: worker ``index`` of ``workers`` does step k of session i
@@ -24,9 +24,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from store_logdata import header, parse_log, step_batch  # noqa: E402
+from store_logdata import header, parse_log, step_batch
 
-from foldlog.errors import SessionLockedError  # noqa: E402
+from foldlog.errors import SessionLockedError
 
 
 def say(**msg: Any) -> None:
@@ -60,7 +60,8 @@ def cmd_try_open(store: Any, args: dict[str, Any]) -> None:
         say(locked=True, holder=exc.holder, message=str(exc), pid=os.getpid())
         return
     say(ok=True, holder=getattr(writer, "holder", None), pid=os.getpid())
-    time.sleep(args.get("hold", 0))
+    if args.get("wait"):
+        sys.stdin.readline()  # hold the lock until the test says so
     writer.close()
 
 

@@ -19,7 +19,7 @@ DSN_ENV_VARS = ("FOLDLOG_DATABASE_URL", "DATABASE_URL")
 
 def add_parser(verbs: Any) -> argparse.ArgumentParser:
     """Add ``db`` (actions ``init`` and ``status``) to a top-level sub-parser collection."""
-    db = verbs.add_parser("db", help="manage the PostgreSQL session store")
+    db: argparse.ArgumentParser = verbs.add_parser("db", help="manage the PostgreSQL session store")
     actions = db.add_subparsers(dest="db_action", metavar="{init,status}", required=True)
     init = actions.add_parser("init", help="create or migrate the foldlog schema (idempotent)")
     status = actions.add_parser("status", help="print the schema version of the database")

@@ -68,17 +68,15 @@ def _psycopg() -> Any:
     try:
         import psycopg
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise StorageError(
-            "the PostgreSQL store needs psycopg 3: pip install 'foldlog[postgres]'"
-        ) from exc
+        raise StorageError("the PostgreSQL store needs psycopg 3: pip install 'foldlog[postgres]'") from exc
     return psycopg
 
 
 def _connect(dsn: str, **kwargs: Any) -> psycopg.Connection[Any]:
-    psycopg = _psycopg()
+    driver = _psycopg()
     try:
-        conn: psycopg.Connection[Any] = psycopg.connect(dsn, autocommit=True, **kwargs)
-    except psycopg.OperationalError as exc:
+        conn: psycopg.Connection[Any] = driver.connect(dsn, autocommit=True, **kwargs)
+    except driver.OperationalError as exc:
         raise StorageError(f"cannot connect to PostgreSQL ({_redact(dsn)}): {exc}".strip()) from exc
     return conn
 
@@ -191,7 +189,9 @@ class PostgresStore:
         try:
             from psycopg_pool import ConnectionPool
         except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise StorageError("the PostgreSQL store needs psycopg_pool: pip install 'foldlog[postgres]'") from exc
+            raise StorageError(
+                "the PostgreSQL store needs psycopg_pool: pip install 'foldlog[postgres]'"
+            ) from exc
         self._pool: ConnectionPool[Any] = ConnectionPool(
             dsn,
             min_size=1,
@@ -222,11 +222,11 @@ class PostgresStore:
 
     def iter_log(self, session_id: str) -> Iterator[bytes]:
         """The log in chunks of whole lines (header first), for feeding a reader batch by batch."""
-        psycopg = _psycopg()
+        driver = _psycopg()
         try:
             with self._pool.connection() as conn:
                 yield from _read_chunks(conn, session_id)
-        except psycopg.OperationalError as exc:
+        except driver.OperationalError as exc:
             raise StorageError(f"reading session {session_id!r} from PostgreSQL failed: {exc}") from exc
 
     def open_writer(self, session_id: str, header_line: bytes) -> PostgresWriter:
@@ -270,7 +270,9 @@ class PostgresStore:
     def delete_session(self, session_id: str) -> None:
         """Remove a session and its events (refused while a writer holds it)."""
         with _connect(self.dsn) as conn:
-            locked = conn.execute("SELECT pg_try_advisory_lock(foldlog.lock_key(%s))", (session_id,)).fetchone()
+            locked = conn.execute(
+                "SELECT pg_try_advisory_lock(foldlog.lock_key(%s))", (session_id,)
+            ).fetchone()
             if not locked or not locked[0]:
                 raise SessionLockedError(
                     f"session {session_id!r} is being written: cannot delete it",
@@ -325,7 +327,7 @@ def _read_chunks(conn: psycopg.Connection[Any], session_id: str) -> Iterator[byt
     inserts, so reading up to the ``last_seq`` seen first is a consistent snapshot without a
     long transaction.
     """
-    psycopg = _psycopg()
+    driver = _psycopg()
     row = conn.execute(
         "SELECT header, last_seq, size FROM foldlog.sessions WHERE id = %s", (session_id,)
     ).fetchone()
@@ -349,7 +351,7 @@ def _read_chunks(conn: psycopg.Connection[Any], session_id: str) -> Iterator[byt
                     (session_id, start, end),
                     prepare=True,
                 )
-            except psycopg.errors.ProgramLimitExceeded:
+            except driver.errors.ProgramLimitExceeded:
                 # a chunk of huge lines passed the server's 1 GB value limit: smaller chunks
                 if end == start:
                     raise StorageError(f"session {session_id!r}: event {start} is larger than 1 GB") from None
@@ -374,15 +376,19 @@ class PostgresWriter:
         self.holder = holder
 
     @classmethod
-    def _open(cls, conn: psycopg.Connection[Any], session_id: str, header: str, holder: str) -> PostgresWriter:
-        psycopg = _psycopg()
+    def _open(
+        cls, conn: psycopg.Connection[Any], session_id: str, header: str, holder: str
+    ) -> PostgresWriter:
+        driver = _psycopg()
         try:
             row = conn.execute(
                 "SELECT pg_try_advisory_lock(foldlog.lock_key(%s)), pg_backend_pid()", (session_id,)
             ).fetchone()
             if not row or not row[0]:
                 who = _lock_holder(conn, session_id)
-                raise SessionLockedError(f"session {session_id!r} is locked by another writer: {who}", holder=who)
+                raise SessionLockedError(
+                    f"session {session_id!r} is locked by another writer: {who}", holder=who
+                )
             created = _created_ms(header)
             conn.execute(
                 "INSERT INTO foldlog.sessions (id, created, updated, header, size, holder)"
@@ -397,9 +403,9 @@ class PostgresWriter:
                     f"{holder} (backend pid {row[1]})",
                 ),
             )
-        except psycopg.errors.UndefinedFunction as exc:
+        except driver.errors.UndefinedFunction as exc:
             raise StorageError("the database has no foldlog schema: run `foldlog db init --dsn …`") from exc
-        except psycopg.OperationalError as exc:
+        except driver.OperationalError as exc:
             raise StorageError(f"opening session {session_id!r} for writing failed: {exc}") from exc
         return cls(conn, session_id, f"{holder} (backend pid {row[1]})")
 
@@ -409,15 +415,15 @@ class PostgresWriter:
         return self._conn
 
     def read_log(self) -> bytes:
-        psycopg = _psycopg()
+        driver = _psycopg()
         try:
             return b"".join(_read_chunks(self._live(), self.session_id))
-        except psycopg.OperationalError as exc:
+        except driver.OperationalError as exc:
             raise self._lost(exc) from exc
 
     def append(self, lines: bytes, first_seq: int, count: int) -> None:
         check_batch(lines, first_seq, count)
-        psycopg = _psycopg()
+        driver = _psycopg()
         conn = self._live()
         try:
             conn.execute(
@@ -425,7 +431,7 @@ class PostgresWriter:
                 (self.session_id, first_seq, count, lines),
                 prepare=True,
             )
-        except psycopg.Error as exc:
+        except driver.Error as exc:
             raise self._append_error(exc, first_seq) from exc
 
     def _append_error(self, exc: Exception, first_seq: int) -> Exception:
@@ -463,7 +469,7 @@ class PostgresWriter:
         try:
             if not conn.closed:
                 conn.execute("SELECT pg_advisory_unlock(foldlog.lock_key(%s))", (self.session_id,))
-        except Exception:  # noqa: BLE001 - closing the connection releases the lock anyway
+        except Exception:
             pass
         finally:
             conn.close()
