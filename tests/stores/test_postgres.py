@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -313,3 +314,31 @@ def test_fifty_sessions_move_between_four_workers_step_by_step(
         if loaded is not None:
             # user + (assistant + tool) per tool step + final assistant
             assert len(loaded.derive_messages()) == 1 + 2 * (n_steps - 1) + 1
+
+
+def test_a_writer_asks_the_server_to_watch_for_its_death(pstore: PostgresStore, pg_dsn: str) -> None:
+    with pstore.open_writer("watch", header("watch")) as writer:
+        backend = _backend_of(writer.holder)
+        conn = writer._live()
+        assert conn.execute("SHOW client_connection_check_interval").fetchone() == ("1s",)
+        assert conn.execute("SHOW tcp_keepalives_idle").fetchone() == ("10",)
+        with psycopg.connect(pg_dsn) as other:
+            name = other.execute("SELECT application_name FROM pg_stat_activity WHERE pid = %s", (backend,))
+            assert name.fetchone() == (f"foldlog writer {os.getpid()}@{socket.gethostname()}"[:63],)
+
+
+def test_delete_session_is_refused_while_written_and_removes_everything(
+    pstore: PostgresStore, pg_dsn: str
+) -> None:
+    with pstore.open_writer("del", header("del")) as writer:
+        batch, n = step_batch(0, 0, 2, "a")
+        writer.append(batch, 0, n)
+        with pytest.raises(SessionLockedError):
+            pstore.delete_session("del")
+    pstore.delete_session("del")
+    with pytest.raises(StorageError):
+        pstore.read_log("del")
+    with psycopg.connect(pg_dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM foldlog.events WHERE session_id = 'del'").fetchone() == (0,)
+    with pytest.raises(StorageError, match="does not exist"):
+        pstore.delete_session("del")

@@ -236,15 +236,9 @@ class PostgresStore:
         except UnicodeDecodeError as exc:
             raise InvalidEventError(f"session {session_id!r}: the header line is not UTF-8: {exc}") from exc
         holder = _holder_here()
-        conn = _connect(
-            self.dsn,
-            application_name=f"foldlog writer {holder}"[:63],
-            # the server drops a dead client's connection (and with it the lock) within ~20 s
-            # even when the host vanished without closing its socket
-            options="-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=2"
-            " -c client_connection_check_interval=1000",
-        )
+        conn = _connect(self.dsn, application_name=f"foldlog writer {holder}"[:63])
         try:
+            _watch_client(conn)
             return PostgresWriter._open(conn, session_id, header_text, holder)
         except BaseException:
             conn.close()
@@ -281,6 +275,20 @@ class PostgresStore:
             cur = conn.execute("DELETE FROM foldlog.sessions WHERE id = %s", (session_id,))
             if cur.rowcount == 0:
                 raise StorageError(f"session {session_id!r} does not exist")
+
+
+def _watch_client(conn: psycopg.Connection[Any]) -> None:
+    """Make the server notice a dead writer quickly, so that its lock is released.
+
+    A killed process closes its socket and the server sees it at once; a host that vanished does
+    not, so TCP keepalives (about 20 s) cover an idle writer, and ``client_connection_check_interval``
+    (PostgreSQL 14+) aborts a statement whose client went away while it waited or ran.
+    """
+    settings = {"tcp_keepalives_idle": "10", "tcp_keepalives_interval": "5", "tcp_keepalives_count": "2"}
+    if conn.info.server_version >= 140000:
+        settings["client_connection_check_interval"] = "1000"
+    calls = ", ".join("set_config(%s, %s, false)" for _ in settings)
+    conn.execute(f"SELECT {calls}", [x for kv in settings.items() for x in kv])
 
 
 _LIST_SQL = """
