@@ -197,6 +197,7 @@ class PostgresStore:
             min_size=1,
             max_size=max(1, max_readers),
             kwargs={"autocommit": True},
+            configure=_configure_reader,
             open=True,
             name="foldlog-readers",
         )
@@ -275,6 +276,16 @@ class PostgresStore:
             cur = conn.execute("DELETE FROM foldlog.sessions WHERE id = %s", (session_id,))
             if cur.rowcount == 0:
                 raise StorageError(f"session {session_id!r} does not exist")
+
+
+def _configure_reader(conn: psycopg.Connection[Any]) -> None:
+    """Reader connections aggregate chunks of ~8 MB on the server: let the sort stay in memory
+    (the default 4 MB work_mem spills it to a temporary file) and skip parallel workers, whose
+    start-up costs more than they save on one session's rows."""
+    conn.execute(
+        "SELECT set_config('work_mem', '64MB', false),"
+        " set_config('max_parallel_workers_per_gather', '0', false)"
+    )
 
 
 def _watch_client(conn: psycopg.Connection[Any]) -> None:
