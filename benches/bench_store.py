@@ -9,7 +9,10 @@ assistant message with its tool calls and results, or a user message, is one ste
 - OpenAI Agents SDK ``SQLiteSession.add_items`` on a file (WAL, its defaults) with the step's
   chat messages — the way an SDK user persists a conversation.
 
-Run:  python benches/bench_store.py [--steps 1000] [--rounds 5] [--json out.json]
+With ``--writers 1,8`` the same is measured with 8 sessions written at once from 8 threads (the
+steps split between them; aggregate step batches/s): a host serving many sessions.
+
+Run:  python benches/bench_store.py [--steps 1000] [--rounds 5] [--writers 1,8] [--json out.json]
       (or under pytest-benchmark: pytest benches/bench_store.py)
 A PostgreSQL server comes from FOLDLOG_BENCH_DSN or is started with scripts/pg-test-cluster.sh.
 """
@@ -25,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -126,20 +130,25 @@ def header(session_id: str) -> bytes:
 
 
 # --- the sides ----------------------------------------------------------------------------------
+# Each side appends its share of the steps to a fresh session of its own. ``ready()`` is called
+# after the set-up and before the first timed append (a barrier when writers run concurrently);
+# each returns the (start, end) of its timed part on the perf_counter clock.
+
+Span = tuple[float, float]
 
 
-def run_postgres(dsn: str, steps: list[Step]) -> float:
-    """Seconds to append every step through one PostgresStore writer (fresh session)."""
+def run_postgres(dsn: str, steps: list[Step], ready: Callable[[], object] = lambda: None) -> Span:
     from foldlog.stores.postgres import PostgresStore
 
     sid = f"b8-{uuid.uuid4().hex[:8]}"
-    with PostgresStore(dsn) as store, store.open_writer(sid, header(sid)) as writer:
+    with PostgresStore(dsn, max_readers=1) as store, store.open_writer(sid, header(sid)) as writer:
         seq = 0
+        ready()
         start = time.perf_counter()
         for step in steps:
             writer.append(step.lines, seq, step.count)
             seq += step.count
-        return time.perf_counter() - start
+        return start, time.perf_counter()
 
 
 def _jsonl_label() -> str:
@@ -150,52 +159,81 @@ def _jsonl_label() -> str:
     return "foldlog FileStore (JSONL)"
 
 
-def run_jsonl(folder: Path, steps: list[Step]) -> float:
+def run_jsonl(folder: Path, steps: list[Step], ready: Callable[[], object] = lambda: None) -> Span:
     sid = f"b8-{uuid.uuid4().hex[:8]}"
     try:
         from foldlog.stores.file import FileStore
     except ImportError:
-        path = folder / f"{sid}.jsonl"
-        with open(path, "ab") as f:
+        with open(folder / f"{sid}.jsonl", "ab") as f:
             f.write(header(sid))
             f.flush()
             os.fsync(f.fileno())
+            ready()
             start = time.perf_counter()
             for step in steps:
                 f.write(step.lines)
                 f.flush()
                 os.fsync(f.fileno())
-            return time.perf_counter() - start
-    store = FileStore(str(folder))
-    writer = store.open_writer(sid, header(sid))
+            return start, time.perf_counter()
+    writer = FileStore(str(folder)).open_writer(sid, header(sid))
     try:
         seq = 0
+        ready()
         start = time.perf_counter()
         for step in steps:
             writer.append(step.lines, seq, step.count)
             seq += step.count
-        return time.perf_counter() - start
+        return start, time.perf_counter()
     finally:
         writer.close()
 
 
-def run_sqlite_session(folder: Path, steps: list[Step]) -> float:
+def run_sqlite_session(db: Path, steps: list[Step], ready: Callable[[], object] = lambda: None) -> Span:
+    """Agents SDK sessions share one database file, as an SDK host keeps them."""
     from agents.memory import SQLiteSession
 
-    db = folder / f"agents-{uuid.uuid4().hex[:8]}.sqlite"
-    session = SQLiteSession("b8", str(db))
+    session = SQLiteSession(f"b8-{uuid.uuid4().hex[:8]}", str(db))
 
-    async def go() -> float:
+    async def go() -> Span:
         await session.add_items([{"role": "system", "content": "warm"}])  # creates tables, WAL
+        ready()
         start = time.perf_counter()
         for step in steps:
             await session.add_items(step.items)  # type: ignore[arg-type]
-        return time.perf_counter() - start
+        return start, time.perf_counter()
 
     try:
         return asyncio.run(go())
     finally:
         session.close()
+
+
+def rate(side: Callable[..., Span], steps: list[Step], writers: int) -> float:
+    """Step batches per second: one writer, or ``writers`` threads with a session each."""
+    if writers == 1:
+        start, end = side(steps)
+        return len(steps) / (end - start)
+    share = len(steps) // writers
+    barrier = threading.Barrier(writers)
+    spans: list[Span] = []
+    errors: list[BaseException] = []
+
+    def work(i: int) -> None:
+        try:
+            # every writer's session starts at seq 0: each writes the first `share` steps
+            spans.append(side(steps[:share], barrier.wait))
+        except BaseException as exc:
+            errors.append(exc)
+            barrier.abort()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return share * writers / (max(e for _, e in spans) - min(s for s, _ in spans))
 
 
 def check_same_input(dsn: str, folder: Path, steps: list[Step]) -> None:
@@ -276,37 +314,43 @@ def prepared_database(server_dsn: str) -> str:
 # --- the report ---------------------------------------------------------------------------------
 
 
-def measure(n_steps: int, rounds: int) -> dict[str, Any]:
+SQLITE = "Agents SDK SQLiteSession.add_items"
+
+
+def measure(n_steps: int, rounds: int, writer_counts: list[int]) -> dict[str, Any]:
+    import psycopg
+
     steps = build_steps(n_steps)
-    n_events = sum(s.count for s in steps)
-    n_bytes = sum(len(s.lines) for s in steps)
     with postgres_server() as server, tempfile.TemporaryDirectory(prefix="foldlog-b8-") as tmp:
         folder = Path(tmp)
         dsn = prepared_database(server)
         check_same_input(dsn, folder, steps[:200])
-        sides: dict[str, Callable[[], float]] = {
-            "foldlog PostgresStore": lambda: run_postgres(dsn, steps),
-            _jsonl_label(): lambda: run_jsonl(folder, steps),
-            "Agents SDK SQLiteSession.add_items": lambda: run_sqlite_session(folder, steps),
+        sides: dict[str, Callable[..., Span]] = {
+            "foldlog PostgresStore": lambda st, ready=lambda: None: run_postgres(dsn, st, ready),
+            _jsonl_label(): lambda st, ready=lambda: None: run_jsonl(folder, st, ready),
+            SQLITE: lambda st, ready=lambda: None: run_sqlite_session(folder / "agents.sqlite", st, ready),
         }
-        for fn in sides.values():  # warm-up
-            fn()
-        rates: dict[str, list[float]] = {name: [] for name in sides}
-        for _ in range(rounds):  # interleaved rounds: noise hits every side alike
-            for name, fn in sides.items():
-                rates[name].append(n_steps / fn())
+        for side in sides.values():  # warm-up
+            rate(side, steps[:100], 1)
+        results: dict[str, dict[str, Any]] = {}
+        for writers in writer_counts:
+            rates: dict[str, list[float]] = {name: [] for name in sides}
+            for _ in range(rounds):  # interleaved rounds: noise hits every side alike
+                for name, side in sides.items():
+                    rates[name].append(rate(side, steps, writers))
+            results[str(writers)] = {
+                name: {"median": statistics.median(v), "min": min(v), "max": max(v), "rounds": v}
+                for name, v in rates.items()
+            }
         probe = fsync_cost(folder)
-        with __import__("psycopg").connect(dsn) as conn:
-            server_version = conn.execute("SHOW server_version").fetchone()[0]
-    results = {
-        name: {"median": statistics.median(v), "min": min(v), "max": max(v), "rounds": v}
-        for name, v in rates.items()
-    }
+        with psycopg.connect(dsn) as conn:
+            row = conn.execute("SHOW server_version").fetchone()
+            server_version = row[0] if row else "?"
     return {
         "benchmark": "B8 durable append (one commit per step)",
         "steps": n_steps,
-        "events": n_events,
-        "bytes": n_bytes,
+        "events": sum(s.count for s in steps),
+        "bytes": sum(len(s.lines) for s in steps),
         "rounds": rounds,
         "fsync_seconds": probe,
         "machine": f"{os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
@@ -316,19 +360,21 @@ def measure(n_steps: int, rounds: int) -> dict[str, Any]:
 
 
 def render(report: dict[str, Any]) -> str:
-    sqlite = report["results"]["Agents SDK SQLiteSession.add_items"]["median"]
     rows = [
         f"B8 — {report['steps']:,} step batches ({report['events']:,} events, {report['bytes']:,} bytes) "
         f"from τ-bench, one commit per step; {report['rounds']} rounds, median (min–max).",
         f"Machine: {report['machine']}; one small write+fsync: {report['fsync_seconds'] * 1e6:.0f} µs.",
         "",
-        "| store | step batches/s | vs SQLiteSession |",
-        "|---|---|---|",
+        "| writers | store | step batches/s | vs SQLiteSession |",
+        "|---|---|---|---|",
     ]
-    for name, r in report["results"].items():
-        rows.append(
-            f"| {name} | {r['median']:,.0f} ({r['min']:,.0f}–{r['max']:,.0f}) | {r['median'] / sqlite:.2f}× |"
-        )
+    for writers, sides in report["results"].items():
+        base = sides[SQLITE]["median"]
+        for name, r in sides.items():
+            rows.append(
+                f"| {writers} | {name} | {r['median']:,.0f} ({r['min']:,.0f}–{r['max']:,.0f}) "
+                f"| {r['median'] / base:.2f}× |"
+            )
     return "\n".join(rows)
 
 
@@ -338,9 +384,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--writers", default="1,8", help="comma-separated writer counts (threads, one session each)"
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the results as JSON here")
     args = parser.parse_args(argv)
-    report = measure(args.steps, args.rounds)
+    report = measure(args.steps, args.rounds, [int(x) for x in args.writers.split(",")])
     print(render(report))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -363,10 +412,10 @@ if pytest is not None:
         with postgres_server() as server, tempfile.TemporaryDirectory(prefix="foldlog-b8-") as tmp:
             yield prepared_database(server), Path(tmp), build_steps(_STEPS)
 
-    def _bench(benchmark: Any, fn: Callable[[], float]) -> None:
-        seconds = benchmark.pedantic(fn, rounds=5, warmup_rounds=1, iterations=1)
+    def _bench(benchmark: Any, fn: Callable[[], Span]) -> None:
+        start, end = benchmark.pedantic(fn, rounds=5, warmup_rounds=1, iterations=1)
         benchmark.extra_info["steps"] = _STEPS
-        benchmark.extra_info["step_batches_per_s_last_round"] = _STEPS / seconds
+        benchmark.extra_info["step_batches_per_s_last_round"] = _STEPS / (end - start)
 
     def test_b8_postgres_store(benchmark: Any, b8_env: tuple[str, Path, list[Step]]) -> None:
         dsn, _, steps = b8_env
@@ -379,7 +428,7 @@ if pytest is not None:
     def test_b8_agents_sqlite_session(benchmark: Any, b8_env: tuple[str, Path, list[Step]]) -> None:
         pytest.importorskip("agents", reason="the bench group installs openai-agents")
         _, folder, steps = b8_env
-        _bench(benchmark, lambda: run_sqlite_session(folder, steps))
+        _bench(benchmark, lambda: run_sqlite_session(folder / "agents.sqlite", steps))
 
 
 if __name__ == "__main__":
