@@ -1,4 +1,4 @@
-"""Session stores: where logs live (JSONL files by default, PostgreSQL for many hosts).
+"""Session stores: where logs live. JSONL files are the embedded default; PostgreSQL for many hosts.
 
 Names resolve lazily so that importing foldlog never imports a database driver.
 """
@@ -15,6 +15,7 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
+    from foldlog.stores.file import FileStore
     from foldlog.stores.postgres import PostgresStore
 
 
