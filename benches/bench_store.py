@@ -124,6 +124,11 @@ def build_steps(n_steps: int) -> list[Step]:
     return steps
 
 
+def header_line(session_id: str) -> bytes:
+    """The header as ``open_writer`` takes it (no newline)."""
+    return header(session_id)[:-1]
+
+
 def header(session_id: str) -> bytes:
     head = {"type": "session", "version": 1, "id": session_id, "createdAt": T0, "parent": None, "meta": {}}
     return _line(head)
@@ -141,7 +146,7 @@ def run_postgres(dsn: str, steps: list[Step], ready: Callable[[], object] = lamb
     from foldlog.stores.postgres import PostgresStore
 
     sid = f"b8-{uuid.uuid4().hex[:8]}"
-    with PostgresStore(dsn, max_readers=1) as store, store.open_writer(sid, header(sid)) as writer:
+    with PostgresStore(dsn, max_readers=1) as store, store.open_writer(sid, header_line(sid)) as writer:
         seq = 0
         ready()
         start = time.perf_counter()
@@ -175,7 +180,7 @@ def run_jsonl(folder: Path, steps: list[Step], ready: Callable[[], object] = lam
                 f.flush()
                 os.fsync(f.fileno())
             return start, time.perf_counter()
-    writer = FileStore(str(folder)).open_writer(sid, header(sid))
+    writer = FileStore(str(folder)).open_writer(sid, header_line(sid))
     try:
         seq = 0
         ready()
@@ -243,7 +248,7 @@ def check_same_input(dsn: str, folder: Path, steps: list[Step]) -> None:
     from foldlog.stores.postgres import PostgresStore
 
     sid = f"b8-check-{uuid.uuid4().hex[:8]}"
-    with PostgresStore(dsn) as store, store.open_writer(sid, header(sid)) as writer:
+    with PostgresStore(dsn) as store, store.open_writer(sid, header_line(sid)) as writer:
         seq = 0
         for step in steps:
             writer.append(step.lines, seq, step.count)

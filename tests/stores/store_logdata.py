@@ -19,6 +19,11 @@ def header(session_id: str, created: int = T0) -> bytes:
     )
 
 
+def header_line(session_id: str, created: int = T0) -> bytes:
+    """The header as ``open_writer`` takes it: one line, without its newline."""
+    return header(session_id, created)[:-1]
+
+
 def step_events(first_seq: int, step: int, n_steps: int, note: str) -> list[dict[str, Any]]:
     """The events of step ``step`` (0-based) of a one-turn tool loop of ``n_steps`` steps."""
     events: list[dict[str, Any]] = []

@@ -24,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from store_logdata import header, parse_log, step_batch
+from store_logdata import header_line, parse_log, step_batch
 
 from foldlog.errors import SessionLockedError
 
@@ -44,7 +44,7 @@ def make_store(spec: dict[str, Any]) -> Any:
 
 
 def cmd_hold(store: Any, args: dict[str, Any]) -> None:
-    writer = store.open_writer(args["session"], header(args["session"]))
+    writer = store.open_writer(args["session"], header_line(args["session"]))
     say(ok=True, holder=getattr(writer, "holder", None), pid=os.getpid())
     sys.stdin.readline()
     writer.close()
@@ -55,7 +55,7 @@ def cmd_try_open(store: Any, args: dict[str, Any]) -> None:
     if delay > 0:
         time.sleep(delay)
     try:
-        writer = store.open_writer(args["session"], header(args["session"]))
+        writer = store.open_writer(args["session"], header_line(args["session"]))
     except SessionLockedError as exc:
         say(locked=True, holder=exc.holder, message=str(exc), pid=os.getpid())
         return
@@ -67,7 +67,7 @@ def cmd_try_open(store: Any, args: dict[str, Any]) -> None:
 
 def cmd_append_kill(store: Any, args: dict[str, Any]) -> None:
     sid = args["session"]
-    writer = store.open_writer(sid, header(sid))
+    writer = store.open_writer(sid, header_line(sid))
     say(ok=True, holder=getattr(writer, "holder", None), pid=os.getpid())
     seq = 0
     n_steps = args["batches"] + 1
@@ -95,7 +95,7 @@ def cmd_steps(store: Any, args: dict[str, Any]) -> None:
                 if time.time() > deadline:
                     raise SystemExit(f"worker {index}: timed out waiting for {sid} step {step}")
                 try:
-                    writer = store.open_writer(sid, header(sid))
+                    writer = store.open_writer(sid, header_line(sid))
                 except SessionLockedError:
                     retries += 1
                     time.sleep(0.005)

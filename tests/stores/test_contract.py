@@ -10,10 +10,25 @@ from typing import Any
 
 import pytest
 from conftest import read_message, start_worker
-from store_logdata import header, line, parse_log, step_batch
+from store_logdata import header, header_line, line, parse_log, step_batch
 
 from foldlog.errors import InvalidEventError, SessionLockedError, StorageError
 from foldlog.stores.base import SessionInfo, SessionStore, StoreWriter
+
+# Where the FileStore on main does not (yet) follow the contract in foldlog/stores/base.py. The
+# tests stay strict: they are expected to fail for the FileStore and turn red once it complies,
+# so that the marker gets removed.
+FILESTORE_GAPS = {
+    "list": "FileStore.list_sessions returns SessionFile(id, path, size, modified), not SessionInfo",
+    "seq": "the FileStore writer does not check first_seq against the stored log",
+    "shape": "the FileStore writer does not validate the batch (final newline, count, empty lines)",
+    "reread": "FileStore writer.read_log returns the bytes found at open, not what is stored now",
+}
+
+
+def known_gap(request: pytest.FixtureRequest, spec: dict[str, Any], gap: str) -> None:
+    if spec["kind"] == "file":
+        request.applymarker(pytest.mark.xfail(strict=True, reason=FILESTORE_GAPS[gap]))
 
 
 def _info(store: Any, session_id: str) -> SessionInfo:
@@ -24,7 +39,7 @@ def _info(store: Any, session_id: str) -> SessionInfo:
 
 def test_store_and_writer_satisfy_the_protocols(store: Any) -> None:
     assert isinstance(store, SessionStore)
-    writer = store.open_writer("p", header("p"))
+    writer = store.open_writer("p", header_line("p"))
     try:
         assert isinstance(writer, StoreWriter)
     finally:
@@ -33,19 +48,27 @@ def test_store_and_writer_satisfy_the_protocols(store: Any) -> None:
 
 def test_new_session_holds_only_its_header(store: Any) -> None:
     head = header("s-new")
-    with_writer = store.open_writer("s-new", head)
+    with_writer = store.open_writer("s-new", head[:-1])
     try:
         assert with_writer.read_log() == head
         assert store.read_log("s-new") == head
     finally:
         with_writer.close()
+
+
+def test_a_new_session_is_listed_empty(
+    store: Any, store_spec: dict[str, Any], request: pytest.FixtureRequest
+) -> None:
+    known_gap(request, store_spec, "list")
+    head = header("s-new")
+    store.open_writer("s-new", head[:-1]).close()
     info = _info(store, "s-new")
     assert (info.last_seq, info.size, info.turns) == (-1, len(head), 0)
 
 
 def test_batches_round_trip_byte_for_byte(store: Any) -> None:
     head = header("s-bytes")
-    writer = store.open_writer("s-bytes", head)
+    writer = store.open_writer("s-bytes", head[:-1])
     tricky = {
         "type": "tool/result",
         "seq": 0,
@@ -71,18 +94,49 @@ def test_batches_round_trip_byte_for_byte(store: Any) -> None:
         writer.append(batch1, 0, 2)
         writer.append(batch2, 2, n2)
         expected = head + batch1 + batch2
-        assert writer.read_log() == expected
+        assert store.read_log("s-bytes") == expected
     finally:
         writer.close()
     assert store.read_log("s-bytes") == expected
-    info = _info(store, "s-bytes")
-    assert info.last_seq == 1 + n2
-    assert info.size == len(expected)
 
 
-def test_a_batch_must_continue_the_stored_log(store: Any) -> None:
+def test_the_writer_reads_what_is_stored_now(
+    store: Any, store_spec: dict[str, Any], request: pytest.FixtureRequest
+) -> None:
+    known_gap(request, store_spec, "reread")
+    head = header("s-reread")
+    batch, n = step_batch(0, 0, 2, "a")
+    with_writer = store.open_writer("s-reread", head[:-1])
+    try:
+        with_writer.append(batch, 0, n)
+        assert with_writer.read_log() == head + batch
+    finally:
+        with_writer.close()
+
+
+def test_list_sessions_counts_events_and_bytes(
+    store: Any, store_spec: dict[str, Any], request: pytest.FixtureRequest
+) -> None:
+    known_gap(request, store_spec, "list")
+    writer = store.open_writer("s-count", header_line("s-count"))
+    b0, n0 = step_batch(0, 0, 3, "a")
+    b1, n1 = step_batch(n0, 1, 3, "a")
+    try:
+        writer.append(b0, 0, n0)
+        writer.append(b1, n0, n1)
+    finally:
+        writer.close()
+    info = _info(store, "s-count")
+    assert info.last_seq == n0 + n1 - 1
+    assert info.size == len(store.read_log("s-count"))
+
+
+def test_a_batch_must_continue_the_stored_log(
+    store: Any, store_spec: dict[str, Any], request: pytest.FixtureRequest
+) -> None:
+    known_gap(request, store_spec, "seq")
     head = header("s-seq")
-    writer = store.open_writer("s-seq", head)
+    writer = store.open_writer("s-seq", head[:-1])
     try:
         b0, n0 = step_batch(0, 0, 3, "a")
         writer.append(b0, 0, n0)
@@ -108,10 +162,11 @@ def test_a_batch_must_continue_the_stored_log(store: Any) -> None:
     ],
 )
 def test_malformed_batches_are_refused_before_anything_is_written(
-    store: Any, lines: bytes, count: int, why: str
+    store: Any, store_spec: dict[str, Any], request: pytest.FixtureRequest, lines: bytes, count: int, why: str
 ) -> None:
+    known_gap(request, store_spec, "shape")
     head = header("s-bad")
-    writer = store.open_writer("s-bad", head)
+    writer = store.open_writer("s-bad", head[:-1])
     try:
         with pytest.raises(InvalidEventError):
             writer.append(lines, 0, count)
@@ -122,11 +177,11 @@ def test_malformed_batches_are_refused_before_anything_is_written(
 
 def test_an_existing_session_keeps_its_header_and_events(store: Any) -> None:
     head = header("s-keep", created=111)
-    writer = store.open_writer("s-keep", head)
+    writer = store.open_writer("s-keep", head[:-1])
     b0, n0 = step_batch(0, 0, 2, "a")
     writer.append(b0, 0, n0)
     writer.close()
-    writer = store.open_writer("s-keep", header("s-keep", created=222))
+    writer = store.open_writer("s-keep", header_line("s-keep", created=222))
     try:
         assert writer.read_log() == head + b0
     finally:
@@ -136,7 +191,7 @@ def test_an_existing_session_keeps_its_header_and_events(store: Any) -> None:
 def test_a_second_writer_in_another_process_is_refused_and_told_the_holder(
     store: Any, store_spec: dict[str, Any]
 ) -> None:
-    writer = store.open_writer("s-lock", header("s-lock"))
+    writer = store.open_writer("s-lock", header_line("s-lock"))
     try:
         proc = start_worker(store_spec, "try-open", session="s-lock", at=0)
         msg = read_message(proc)
@@ -158,14 +213,14 @@ def test_the_lock_dies_with_its_process(store: Any, store_spec: dict[str, Any]) 
     msg = read_message(proc)
     assert msg.get("ok"), msg
     with pytest.raises(SessionLockedError) as err:
-        store.open_writer("s-dead", header("s-dead"))
+        store.open_writer("s-dead", header_line("s-dead"))
     assert err.value.holder is not None and f"{msg['pid']}@" in err.value.holder
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
     deadline = time.monotonic() + 20
     while True:
         try:
-            writer = store.open_writer("s-dead", header("s-dead"))
+            writer = store.open_writer("s-dead", header_line("s-dead"))
             break
         except SessionLockedError:
             if time.monotonic() > deadline:
@@ -174,13 +229,16 @@ def test_the_lock_dies_with_its_process(store: Any, store_spec: dict[str, Any]) 
     writer.close()
 
 
-def test_list_sessions_describes_each_session(store: Any) -> None:
-    a = store.open_writer("s-a", header("s-a", created=1_000))
+def test_list_sessions_describes_each_session(
+    store: Any, store_spec: dict[str, Any], request: pytest.FixtureRequest
+) -> None:
+    known_gap(request, store_spec, "list")
+    a = store.open_writer("s-a", header_line("s-a", created=1_000))
     b0, n0 = step_batch(0, 0, 2, "a")
     a.append(b0, 0, n0)
     a.close()
     time.sleep(0.01)
-    b = store.open_writer("s-b", header("s-b", created=2_000))
+    b = store.open_writer("s-b", header_line("s-b", created=2_000))
     try:
         b1, n1 = step_batch(0, 0, 2, "b")
         b.append(b1, 0, n1)
@@ -204,7 +262,7 @@ def test_reading_a_missing_session_is_a_storage_error(store: Any) -> None:
 
 
 def test_a_closed_writer_refuses_to_append(store: Any) -> None:
-    writer = store.open_writer("s-closed", header("s-closed"))
+    writer = store.open_writer("s-closed", header_line("s-closed"))
     writer.close()
     writer.close()  # idempotent
     b0, n0 = step_batch(0, 0, 2, "a")
@@ -214,7 +272,7 @@ def test_a_closed_writer_refuses_to_append(store: Any) -> None:
 
 
 def test_logs_read_back_parse_as_valid_logs(store: Any) -> None:
-    writer = store.open_writer("s-valid", header("s-valid"))
+    writer = store.open_writer("s-valid", header_line("s-valid"))
     seq = 0
     try:
         for step in range(4):

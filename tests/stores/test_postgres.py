@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 import pytest
 from conftest import REPO, read_message, start_worker
-from store_logdata import header, line, load_as_session, parse_log, step_batch
+from store_logdata import header, header_line, line, load_as_session, parse_log, step_batch
 
 from foldlog.errors import InvalidEventError, SessionLockedError, StorageError
 from foldlog.stores import postgres as pg
@@ -116,19 +116,19 @@ def test_cli_db_init_and_status(pg_empty_db: str) -> None:
 
 
 def test_a_second_writer_in_the_same_process_is_refused_with_the_backend_pid(pstore: PostgresStore) -> None:
-    with pstore.open_writer("w", header("w")) as writer:
+    with pstore.open_writer("w", header_line("w")) as writer:
         backend = writer.holder.rsplit("backend pid ", 1)[1].rstrip(")")
         with pytest.raises(SessionLockedError) as err:
-            pstore.open_writer("w", header("w"))
+            pstore.open_writer("w", header_line("w"))
         assert err.value.holder == writer.holder
         assert f"{os.getpid()}@" in str(err.value) and f"backend pid {backend}" in str(err.value)
-    with pstore.open_writer("w", header("w")):
+    with pstore.open_writer("w", header_line("w")):
         pass
 
 
 def test_server_side_checks_refuse_a_whole_batch(pstore: PostgresStore) -> None:
     head = header("v")
-    with pstore.open_writer("v", head) as writer:
+    with pstore.open_writer("v", head[:-1]) as writer:
         good = line({"type": "user/message", "seq": 0, "time": 1, "data": {"role": "user", "content": "a"}})
         wrong_seq = line({"type": "user/message", "seq": 7, "time": 2, "data": {}})
         with pytest.raises(StorageError, match="line 2 of the batch has seq 7, expected 1"):
@@ -145,7 +145,7 @@ def test_server_side_checks_refuse_a_whole_batch(pstore: PostgresStore) -> None:
 
 
 def test_events_rows_carry_type_time_and_usage(pstore: PostgresStore, pg_dsn: str) -> None:
-    with pstore.open_writer("u", header("u")) as writer:
+    with pstore.open_writer("u", header_line("u")) as writer:
         batch, n = step_batch(0, 0, 2, "a")
         writer.append(batch, 0, n)
     with psycopg.connect(pg_dsn) as conn:
@@ -166,7 +166,7 @@ def test_large_logs_are_read_in_several_chunks(
 ) -> None:
     head = header("big")
     expected = [head]
-    with pstore.open_writer("big", head) as writer:
+    with pstore.open_writer("big", head[:-1]) as writer:
         seq = 0
         for step in range(40):
             batch, n = step_batch(seq, step, 40, "a")
@@ -181,7 +181,7 @@ def test_large_logs_are_read_in_several_chunks(
 
 
 def test_a_lost_connection_ends_the_writer(pstore: PostgresStore, pg_dsn: str) -> None:
-    writer = pstore.open_writer("gone", header("gone"))
+    writer = pstore.open_writer("gone", header_line("gone"))
     backend = int(writer.holder.rsplit("backend pid ", 1)[1].rstrip(")"))
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         conn.execute("SELECT pg_terminate_backend(%s)", (backend,))
@@ -191,7 +191,7 @@ def test_a_lost_connection_ends_the_writer(pstore: PostgresStore, pg_dsn: str) -
     with pytest.raises(StorageError, match="closed"):
         writer.append(batch, 0, n)
     writer.close()
-    with pstore.open_writer("gone", header("gone")) as again:  # the lock went with the connection
+    with pstore.open_writer("gone", header_line("gone")) as again:  # the lock went with the connection
         again.append(batch, 0, n)
 
 
@@ -265,7 +265,7 @@ def test_a_writer_killed_mid_transaction_loses_nothing_committed(
     info = next(s for s in pstore.list_sessions() if s.id == sid)
     assert info.last_seq == committed[-1] and info.size == len(log) and info.holder is None
     # the lock died with the process: a new writer continues at the next seq
-    with pstore.open_writer(sid, header(sid)) as writer:
+    with pstore.open_writer(sid, header_line(sid)) as writer:
         batch, n = step_batch(seq, 5, 6, "heir")
         writer.append(batch, seq, n)
     final = pstore.read_log(sid)
@@ -317,7 +317,7 @@ def test_fifty_sessions_move_between_four_workers_step_by_step(
 
 
 def test_a_writer_asks_the_server_to_watch_for_its_death(pstore: PostgresStore, pg_dsn: str) -> None:
-    with pstore.open_writer("watch", header("watch")) as writer:
+    with pstore.open_writer("watch", header_line("watch")) as writer:
         backend = _backend_of(writer.holder)
         conn = writer._live()
         assert conn.execute("SHOW client_connection_check_interval").fetchone() == ("1s",)
@@ -330,7 +330,7 @@ def test_a_writer_asks_the_server_to_watch_for_its_death(pstore: PostgresStore, 
 def test_delete_session_is_refused_while_written_and_removes_everything(
     pstore: PostgresStore, pg_dsn: str
 ) -> None:
-    with pstore.open_writer("del", header("del")) as writer:
+    with pstore.open_writer("del", header_line("del")) as writer:
         batch, n = step_batch(0, 0, 2, "a")
         writer.append(batch, 0, n)
         with pytest.raises(SessionLockedError):

@@ -76,8 +76,8 @@ class SessionStore(Protocol):
 
     def open_writer(self, session_id: str, header_line: bytes) -> StoreWriter:
         """Take the session's single-writer lock at once, or raise :class:`SessionLockedError`
-        naming the holder. Creates the session with ``header_line`` when it does not exist
-        (an existing session keeps its own header)."""
+        naming the holder. Creates the session with ``header_line`` (the header JSON as one
+        line, without its newline) when it does not exist; an existing session keeps its own."""
         ...
 
     def list_sessions(self) -> list[SessionInfo]:
