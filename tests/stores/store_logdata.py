@@ -90,12 +90,20 @@ def parse_log(data: bytes) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return head, events
 
 
-def load_as_session(data: bytes, tmp: Path) -> Any:
-    """Load the log with ``foldlog.Session.load`` when the Session has landed, else None."""
+def load_with_reader(data: bytes, tmp: Path) -> tuple[int, int]:
+    """Load the log as foldlog does (``Session.load`` once it is there, else the Rust core reader
+    behind it), check it needs no repair, and return (events, derived messages)."""
     try:
         from foldlog.session import Session
     except ImportError:
-        return None
+        from foldlog import _core
+
+        log, report = _core.Log.parse(data)
+        assert report["torn"] is None and not report["missing_newline"], report
+        assert log.repair_needed() == 0
+        return len(log), len(log.derived_since(0)[2])
     path = tmp / "loaded.jsonl"
     path.write_bytes(data)
-    return Session.load(str(path))
+    session = Session.load(str(path))
+    assert not session.normalized_dirty
+    return len(session.events), len(session.derive_messages())

@@ -6,11 +6,12 @@ import os
 import signal
 import socket
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import read_message, start_worker
-from store_logdata import header, header_line, line, parse_log, step_batch
+from store_logdata import header, header_line, line, load_with_reader, parse_log, step_batch
 
 from foldlog.errors import InvalidEventError, SessionLockedError, StorageError
 from foldlog.stores.base import SessionInfo, SessionStore, StoreWriter
@@ -271,7 +272,7 @@ def test_a_closed_writer_refuses_to_append(store: Any) -> None:
     assert store.read_log("s-closed") == header("s-closed")
 
 
-def test_logs_read_back_parse_as_valid_logs(store: Any) -> None:
+def test_logs_read_back_load_as_valid_logs(store: Any, tmp_path: Path) -> None:
     writer = store.open_writer("s-valid", header_line("s-valid"))
     seq = 0
     try:
@@ -281,7 +282,9 @@ def test_logs_read_back_parse_as_valid_logs(store: Any) -> None:
             seq += n
     finally:
         writer.close()
-    head, events = parse_log(store.read_log("s-valid"))
+    log = store.read_log("s-valid")
+    head, events = parse_log(log)
     assert head["id"] == "s-valid"
     assert len(events) == seq
     assert events[-1]["type"] == "turn/end"
+    assert load_with_reader(log, tmp_path) == (seq, 1 + 2 * 3 + 1)
