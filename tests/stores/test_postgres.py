@@ -338,3 +338,13 @@ def test_delete_session_is_refused_while_written_and_removes_everything(
         assert conn.execute("SELECT count(*) FROM foldlog.events WHERE session_id = 'del'").fetchone() == (0,)
     with pytest.raises(StorageError, match="does not exist"):
         pstore.delete_session("del")
+
+
+def test_a_missing_event_row_is_reported_not_skipped(pstore: PostgresStore, pg_dsn: str) -> None:
+    with pstore.open_writer("hole", header_line("hole")) as writer:
+        batch, n = step_batch(0, 0, 2, "a")
+        writer.append(batch, 0, n)
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("DELETE FROM foldlog.events WHERE session_id = 'hole' AND seq = 2")
+    with pytest.raises(StorageError, match=r"damaged: 1 of events 0\.\.\d+ are missing"):
+        pstore.read_log("hole")

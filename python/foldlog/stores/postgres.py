@@ -365,7 +365,7 @@ def _read_chunks(conn: psycopg.Connection[Any], session_id: str) -> Iterator[byt
             end = min(last_seq, start + step - 1)
             try:
                 cur.execute(
-                    "SELECT convert_to(string_agg(line, E'\\n' ORDER BY seq) || E'\\n', 'UTF8')"
+                    "SELECT convert_to(string_agg(line, E'\\n' ORDER BY seq) || E'\\n', 'UTF8'), count(*)"
                     " FROM foldlog.events WHERE session_id = %s AND seq BETWEEN %s AND %s",
                     (session_id, start, end),
                     prepare=True,
@@ -377,12 +377,14 @@ def _read_chunks(conn: psycopg.Connection[Any], session_id: str) -> Iterator[byt
                 step = max(1, (end - start + 1) // 4)
                 continue
             got = cur.fetchone()
-            chunk = got[0] if got else None
-            if chunk is None:
+            found = int(got[1]) if got else 0
+            if found != end - start + 1 or got is None:
+                # never after foldlog's own appends; a row deleted by hand must not vanish silently
                 raise StorageError(
-                    f"session {session_id!r}: events {start}..{end} are missing (last_seq is {last_seq})"
+                    f"session {session_id!r} is damaged: {end - start + 1 - found} of events "
+                    f"{start}..{end} are missing (last_seq is {last_seq})"
                 )
-            yield bytes(chunk)
+            yield bytes(got[0])
             start = end + 1
 
 
