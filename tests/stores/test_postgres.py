@@ -348,3 +348,25 @@ def test_a_missing_event_row_is_reported_not_skipped(pstore: PostgresStore, pg_d
         conn.execute("DELETE FROM foldlog.events WHERE session_id = 'hole' AND seq = 2")
     with pytest.raises(StorageError, match=r"damaged: 1 of events 0\.\.\d+ are missing"):
         pstore.read_log("hole")
+
+
+def test_a_session_opened_on_postgres_persists_and_resumes(pstore: PostgresStore) -> None:
+    session_mod = pytest.importorskip("foldlog.session", reason="Session lands on main from the lead")
+    Session = session_mod.Session
+    with Session.open(pstore, "e2e", system="You are terse.") as s:
+        s.add({"role": "user", "content": "hi"})
+        s.append_event("turn/start", {"turn": 1})
+        s.flush()
+        with pytest.raises(SessionLockedError):
+            Session.open(pstore, "e2e")
+        s.add({"role": "assistant", "content": "hello"})
+        expected = s.derive_messages()
+    assert [m["role"] for m in expected] == ["system", "user", "assistant"]
+    with Session.open(pstore, "e2e") as again:
+        assert again.derive_messages() == expected
+        again.add({"role": "user", "content": "more"})
+    head, events = parse_log(pstore.read_log("e2e"))
+    assert head["id"] == "e2e"
+    assert [e["type"] for e in events].count("user/message") == 2
+    info = next(i for i in pstore.list_sessions() if i.id == "e2e")
+    assert info.preview == "hi" and info.turns == 1 and info.holder is None
