@@ -370,3 +370,11 @@ def test_a_session_opened_on_postgres_persists_and_resumes(pstore: PostgresStore
     assert [e["type"] for e in events].count("user/message") == 2
     info = next(i for i in pstore.list_sessions() if i.id == "e2e")
     assert info.preview == "hi" and info.turns == 1 and info.holder is None
+
+
+@pytest.mark.parametrize("bad", ["", "a\x00b", "tab\there", "x" * 201])
+def test_unusable_session_ids_are_refused(pstore: PostgresStore, bad: str) -> None:
+    with pytest.raises(InvalidEventError, match="session id"):
+        pstore.open_writer(bad, header_line("x"))
+    with pytest.raises(InvalidEventError, match="session id"):
+        pstore.read_log(bad)

@@ -100,10 +100,20 @@ def check_batch(lines: bytes, first_seq: int, count: int) -> None:
         raise InvalidEventError("append: the batch contains an empty line")
 
 
+def check_session_id(session_id: str) -> str:
+    """A session id any store can keep: a non-empty string of at most 200 printable characters."""
+    if not isinstance(session_id, str) or not session_id:
+        raise InvalidEventError(f"session id must be a non-empty string, not {session_id!r}")
+    if len(session_id) > 200 or any(ord(c) < 0x20 or ord(c) == 0x7F for c in session_id):
+        raise InvalidEventError(
+            f"invalid session id {session_id!r}: at most 200 characters, no control characters"
+        )
+    return session_id
+
+
 def check_header(session_id: str, header_line: bytes) -> bytes:
     """Validate a header line and return it without its trailing newline."""
-    if not session_id:
-        raise InvalidEventError("session id must not be empty")
+    check_session_id(session_id)
     header = header_line[:-1] if header_line.endswith(b"\n") else header_line
     if not header.strip():
         raise InvalidEventError(f"session {session_id!r}: the header line is empty")
@@ -112,4 +122,4 @@ def check_header(session_id: str, header_line: bytes) -> bytes:
     return header
 
 
-__all__ = ["SessionInfo", "SessionStore", "StoreWriter", "check_batch", "check_header"]
+__all__ = ["SessionInfo", "SessionStore", "StoreWriter", "check_batch", "check_header", "check_session_id"]

@@ -26,7 +26,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from foldlog.errors import InvalidEventError, SessionLockedError, StorageError
-from foldlog.stores.base import SessionInfo, check_batch, check_header
+from foldlog.stores.base import SessionInfo, check_batch, check_header, check_session_id
 
 if TYPE_CHECKING:
     import psycopg
@@ -223,6 +223,7 @@ class PostgresStore:
 
     def iter_log(self, session_id: str) -> Iterator[bytes]:
         """The log in chunks of whole lines (header first), for feeding a reader batch by batch."""
+        check_session_id(session_id)
         driver = _psycopg()
         try:
             with self._pool.connection() as conn:
@@ -264,6 +265,7 @@ class PostgresStore:
 
     def delete_session(self, session_id: str) -> None:
         """Remove a session and its events (refused while a writer holds it)."""
+        check_session_id(session_id)
         with _connect(self.dsn) as conn:
             locked = conn.execute(
                 "SELECT pg_try_advisory_lock(foldlog.lock_key(%s))", (session_id,)
