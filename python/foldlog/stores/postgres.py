@@ -111,9 +111,18 @@ def _schema_version(conn: psycopg.Connection[Any]) -> int:
 def init_db(dsn: str) -> list[str]:
     """Create or upgrade the foldlog schema; returns the names of the migrations applied now.
 
-    Safe to run concurrently and repeatedly: a transaction-level advisory lock serialises runs and
-    each migration is applied (and recorded in ``foldlog.schema_version``) in one transaction.
+    Safe to run concurrently and repeatedly: a transaction-level advisory lock serialises runs,
+    and the pending migrations are applied (and recorded in ``foldlog.schema_version``) in one
+    transaction, so a failure leaves the schema as it was.
     """
+    driver = _psycopg()
+    try:
+        return _migrate(dsn)
+    except driver.Error as exc:
+        raise StorageError(f"foldlog db init failed on {_redact(dsn)}: {_pg_message(exc)}") from exc
+
+
+def _migrate(dsn: str) -> list[str]:
     applied: list[str] = []
     with _connect(dsn) as conn:
         with conn.transaction():
