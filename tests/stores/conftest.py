@@ -8,11 +8,9 @@ tests that need it FAIL with the script's reason; they are never skipped.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -23,7 +21,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER_SCRIPT = REPO / "scripts" / "pg-test-cluster.sh"
-WORKER = Path(__file__).with_name("store_worker.py")
 
 STORE_KINDS = ["postgres", "file"]
 
@@ -138,25 +135,3 @@ def store(store_spec: dict[str, Any]) -> Iterator[Any]:
         close = getattr(s, "close", None)
         if close is not None:
             close()
-
-
-def start_worker(spec: dict[str, Any], command: str, **args: Any) -> subprocess.Popen[str]:
-    """Run ``store_worker.py`` in a new process; it talks JSON lines on stdout/stdin."""
-    return subprocess.Popen(
-        [sys.executable, str(WORKER), json.dumps(spec), command, json.dumps(args)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=str(REPO),
-    )
-
-
-def read_message(proc: subprocess.Popen[str]) -> dict[str, Any]:
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line:
-        err = proc.stderr.read() if proc.stderr else ""
-        raise AssertionError(f"worker exited (code {proc.wait()}) without answering:\n{err}")
-    msg: dict[str, Any] = json.loads(line)
-    return msg

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import read_message, start_worker
+from store_helpers import read_message, start_worker
 from store_logdata import header, header_line, line, load_with_reader, parse_log, step_batch
 
 from foldlog.errors import InvalidEventError, SessionLockedError, StorageError
