@@ -364,7 +364,9 @@ class Agent:
             model = params.pop("model", None)
             max_tokens = params.pop("max_tokens", None)
             temperature = params.pop("temperature", None)
-            self._log_header(model, tools, params)
+            header_params = {k: v for k, v in (("max_tokens", max_tokens), ("temperature", temperature))
+                             if v is not None}
+            self._log_header(model, tools, {**header_params, **params} if header_params else params)
             self.session.flush()
             messages = self.session.wire_messages()
             request = Request(messages=messages, tools=tools, model=model, max_tokens=max_tokens,
