@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import inspect
 import json
+import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, Union, get_args, get_origin, overload
 
 from foldlog.hooks import ToolContext
 from foldlog.tools.schema import convert, function_schema, parse_docstring, validate
@@ -15,7 +16,11 @@ _NAME_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345
 
 
 def _is_context(tp: Any) -> bool:
-    return tp is ToolContext
+    """A ``ToolContext`` parameter (also ``ToolContext | None``) is injected, not asked of the model."""
+    if tp is ToolContext:
+        return True
+    args = [a for a in get_args(tp) if a is not type(None)]
+    return get_origin(tp) in (Union, types.UnionType) and args == [ToolContext]
 
 
 @dataclass(slots=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from foldlog.hooks import (
+    Accept,
     Allow,
     Ask,
     Block,
@@ -195,7 +196,9 @@ class ToolRunner:
             value = await (asyncio.wait_for(coro, limit) if limit is not None else coro)
             if inspect.isawaitable(value):  # a sync wrapper that returned a coroutine
                 value = await value
-        except TimeoutError:
+        except TimeoutError as e:
+            if limit is None or str(e):  # the tool's own timeout, with its own message
+                return ToolOutcome(f"error: {type(e).__name__}: {e}", True)
             return ToolOutcome(f"error: {t.name} timed out after {limit:g}s", True)
         except Exception as e:
             return ToolOutcome(f"error: {type(e).__name__}: {e}", True)
@@ -228,7 +231,7 @@ class ToolRunner:
             decision = fn(PostExecuteContext(self.agent, call, outcome))
             if inspect.isawaitable(decision):
                 decision = await decision
-            if decision is None or type(decision).__name__ == "Accept":
+            if decision is None or isinstance(decision, Accept):
                 continue
             if isinstance(decision, Replace):
                 outcome = ToolOutcome(decision.content, decision.is_error)
