@@ -191,7 +191,9 @@ class Agent:
             asyncio.get_running_loop()
         except RuntimeError:
             return asyncio.run(self.run(prompt))
-        raise RuntimeError("Agent.run_sync() cannot be called from a running event loop; use await agent.run()")
+        raise RuntimeError(
+            "Agent.run_sync() cannot be called from a running event loop; use await agent.run()"
+        )
 
     async def run(self, prompt: str | Mapping[str, Any] | None = None) -> str:
         """Queue ``prompt`` as a follow-up and run turns until no work is owed; the last answer."""
@@ -251,7 +253,8 @@ class Agent:
                         self._emit(Steer(_text_of(m)))
                 if grace:
                     self._append(
-                        "user/message", {"role": "user", "content": GRACE_PROMPT, "source": "grace"},
+                        "user/message",
+                        {"role": "user", "content": GRACE_PROMPT, "source": "grace"},
                         surface_op="append",
                     )
                 steps_used += 1
@@ -344,33 +347,48 @@ class Agent:
 
     def _params(self) -> dict[str, Any]:
         o = self.options
-        return {"model": o.model or getattr(self.provider, "model", None), "max_tokens": o.max_tokens,
-                "temperature": o.temperature}
+        return {
+            "model": o.model or getattr(self.provider, "model", None),
+            "max_tokens": o.max_tokens,
+            "temperature": o.temperature,
+        }
+
+    async def _request_params(self, turn: int, step: int) -> dict[str, Any]:
+        params = self._params()
+        if not self.hooks.request_hooks:
+            return params
+        ctx = RequestContext(self, turn, step, tuple(self.session.derive_messages()), params)
+
+        async def default() -> dict[str, Any]:
+            return ctx.params
+
+        out = await self._hook("request", run_waterfall(self.hooks.request_hooks, ctx, default, "request"))
+        if not isinstance(out, dict):
+            raise HookError(f"request hooks must return the params dict, got {out!r}")
+        return out
 
     async def _request(self, turn: int, step: int, offer_tools: bool, retries: int) -> tuple[_Stream, int]:
         attempt = 0
         while True:
-            params = self._params()
-            if self.hooks.request_hooks:
-                ctx = RequestContext(self, turn, step, tuple(self.session.derive_messages()), params)
-
-                async def default() -> dict[str, Any]:
-                    return ctx.params
-
-                params = await self._hook("request", run_waterfall(self.hooks.request_hooks, ctx, default, "request"))
-                if not isinstance(params, dict):
-                    raise HookError(f"request hooks must return the params dict, got {params!r}")
+            params = await self._request_params(turn, step)
             tools = self.registry.schemas() if offer_tools and len(self.registry) else ()
             model = params.pop("model", None)
             max_tokens = params.pop("max_tokens", None)
             temperature = params.pop("temperature", None)
-            header_params = {k: v for k, v in (("max_tokens", max_tokens), ("temperature", temperature))
-                             if v is not None}
+            header_params = {
+                k: v for k, v in (("max_tokens", max_tokens), ("temperature", temperature)) if v is not None
+            }
             self._log_header(model, tools, {**header_params, **params} if header_params else params)
             self.session.flush()
             messages = self.session.wire_messages()
-            request = Request(messages=messages, tools=tools, model=model, max_tokens=max_tokens,
-                              temperature=temperature, params=params)
+            request = Request(
+                messages=messages,
+                tools=tools,
+                model=model,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                params=params,
+            )
             if self.options.check_invariants:
                 self._check_invariant(request)
             try:
@@ -381,8 +399,11 @@ class Agent:
                 if retries > self.options.max_stream_retries:
                     raise
                 self._emit(Retrying(f"stream interrupted: {e}", retries))
-                self._append("user/message", {"role": "user", "content": CONTINUE_PROMPT, "source": "continue"},
-                             surface_op="append")
+                self._append(
+                    "user/message",
+                    {"role": "user", "content": CONTINUE_PROMPT, "source": "continue"},
+                    surface_op="append",
+                )
             except (asyncio.CancelledError, HookError):
                 raise
             except Exception as e:
@@ -396,7 +417,8 @@ class Agent:
                     return "raise"
 
                 decision = await self._hook(
-                    "request_error", run_waterfall(self.hooks.request_error_hooks, ectx, stand, "request_error")
+                    "request_error",
+                    run_waterfall(self.hooks.request_error_hooks, ectx, stand, "request_error"),
                 )
                 if decision != RETRY:
                     raise
@@ -405,13 +427,16 @@ class Agent:
     def _check_invariant(self, request: Request) -> None:
         wire = self.session.wire_messages()
         if list(request.messages) != list(wire):
-            raise AssertionError("foldlog invariant broken: the request messages differ from session.wire_messages()")
+            raise AssertionError(
+                "foldlog invariant broken: the request messages differ from session.wire_messages()"
+            )
 
     async def _stream(self, request: Request, turn: int, step: int) -> _Stream:
         st = _Stream()
         if self._open is not None:
             self._open.stream = st
         if self.hooks.llm_stream_hooks:
+
             async def base() -> AsyncIterator[Chunk]:
                 return self.provider.stream(request)
 
@@ -446,14 +471,21 @@ class Agent:
             if aclose is not None:
                 await aclose()
         if st.finish is None or st.finish == "cut":
-            raise StreamInterrupted("the stream ended without a finish reason (cut connection)",
-                                    partial_text="".join(st.text))
+            raise StreamInterrupted(
+                "the stream ended without a finish reason (cut connection)", partial_text="".join(st.text)
+            )
         return st
 
     # --- logging ---------------------------------------------------------------------------
 
-    def _append(self, type_: str, data: Mapping[str, Any], *, surface_op: str | None = None,
-                sources: Sequence[int] | None = None) -> int:
+    def _append(
+        self,
+        type_: str,
+        data: Mapping[str, Any],
+        *,
+        surface_op: str | None = None,
+        sources: Sequence[int] | None = None,
+    ) -> int:
         return self.session.append_event(type_, data, surface_op=surface_op, source_event_seqs=sources)
 
     def _log_header(self, model: Any, tools: Sequence[Mapping[str, Any]], params: Mapping[str, Any]) -> None:
@@ -505,14 +537,25 @@ class Agent:
         self.last_prompt_tokens = u.prompt_tokens or None
         cost_fn = getattr(self.provider, "cost", None)
         cost = cost_fn(u) if callable(cost_fn) else None
-        self._emit(UsageEvent(u.prompt_tokens, u.completion_tokens, u.cache_hit_tokens, u.cache_miss_tokens,
-                              u.cache_hit_rate, cost, "executor"))
+        self._emit(
+            UsageEvent(
+                u.prompt_tokens,
+                u.completion_tokens,
+                u.cache_hit_tokens,
+                u.cache_miss_tokens,
+                u.cache_hit_rate,
+                cost,
+                "executor",
+            )
+        )
 
     def _log_calls(self, turn: int, step: int, calls: Sequence[ToolCall]) -> None:
         assert self._open is not None
         for c in calls:
-            seq = self._append("tool/call", {"turn": turn, "step": step, "callId": c.id, "name": c.name,
-                                             "arguments": c.arguments})
+            seq = self._append(
+                "tool/call",
+                {"turn": turn, "step": step, "callId": c.id, "name": c.name, "arguments": c.arguments},
+            )
             self._open.calls.append((c, seq))
             self._emit(ToolDispatch(c.id, c.name, c.arguments))
 
@@ -521,14 +564,24 @@ class Agent:
         assert st is not None
         call, seq = st.calls[st.results_logged]
         st.results_logged += 1
-        msg = {"role": "tool", "toolCallId": call.id, "toolName": call.name, "content": content,
-               "isError": is_error}
-        self._append("tool/result", {"turn": st.turn, "step": st.step, "message": msg},
-                     surface_op="append", sources=[seq])
+        msg = {
+            "role": "tool",
+            "toolCallId": call.id,
+            "toolName": call.name,
+            "content": content,
+            "isError": is_error,
+        }
+        self._append(
+            "tool/result",
+            {"turn": st.turn, "step": st.step, "message": msg},
+            surface_op="append",
+            sources=[seq],
+        )
         self._emit(ToolResult(call.id, call.name, content, is_error))
 
-    def _fill_results(self, content: str, done: Mapping[int, CallResult] | None = None,
-                      started: set[int] | None = None) -> None:
+    def _fill_results(
+        self, content: str, done: Mapping[int, CallResult] | None = None, started: set[int] | None = None
+    ) -> None:
         """Give every logged call without a result one (real when it finished, else ``content``)."""
         st = self._open
         if st is None:
@@ -568,9 +621,14 @@ class Agent:
     async def _run_tools(self, turn: int, step: int, calls: list[ToolCall]) -> None:
         self._log_calls(turn, step, calls)
         o = self.options
-        results = await self._runner.run_batch(calls, max_parallel=o.max_parallel_tools,
-                                               output_limit=o.tool_output_limit, timeout=o.tool_timeout,
-                                               turn=turn, step=step)
+        results = await self._runner.run_batch(
+            calls,
+            max_parallel=o.max_parallel_tools,
+            output_limit=o.tool_output_limit,
+            timeout=o.tool_timeout,
+            turn=turn,
+            step=step,
+        )
         for r in results:
             self._log_result(r.content, r.is_error)
         self.session.flush()

@@ -332,6 +332,6 @@ __all__ = [
     "block",
     "deny",
     "enter",
-    "replace",
     "reject",
+    "replace",
 ]

@@ -59,7 +59,8 @@ class Options:
             raise ValueError(f"Options.keep_policy must be one of {_KEEP_POLICIES}, got {self.keep_policy!r}")
         if not 0 < self.soft_compact_ratio <= self.compact_ratio <= self.force_compact_ratio <= 1:
             raise ValueError(
-                "Options ratios must satisfy 0 < soft_compact_ratio <= compact_ratio <= force_compact_ratio <= 1"
+                "Options ratios must satisfy "
+                "0 < soft_compact_ratio <= compact_ratio <= force_compact_ratio <= 1"
             )
 
     @property

@@ -74,7 +74,9 @@ def child_steps(explicit: int | None, parent: int | None) -> int | None:
 async def _task(
     ctx: ToolContext,
     prompt: Annotated[str, "Complete, self-contained instructions for the sub-agent"],
-    max_steps: Annotated[int | None, "Step budget for the sub-agent (default: half of yours, at least 5)"] = None,
+    max_steps: Annotated[
+        int | None, "Step budget for the sub-agent (default: half of yours, at least 5)"
+    ] = None,
 ) -> str:
     """Delegate a self-contained piece of work to a sub-agent with a fresh context and the same tools.
     Only its final answer comes back; use it for searches or multi-step investigations."""
@@ -83,7 +85,9 @@ async def _task(
     parent = ctx.agent
     if parent is None:
         raise RuntimeError("the task tool needs a running parent agent")
-    system = next((m.get("content") for m in parent.session.derive_messages() if m.get("role") == "system"), None)
+    system = next(
+        (m.get("content") for m in parent.session.derive_messages() if m.get("role") == "system"), None
+    )
     child_session = Session(system=system if isinstance(system, str) else None)
     options = dataclasses.replace(parent.options, max_steps=child_steps(max_steps, parent.options.max_steps))
     registry = parent.registry.without(TASK_TOOL)

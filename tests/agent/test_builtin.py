@@ -26,8 +26,9 @@ def ws(tmp_path: Path) -> Path:
 
 def run(root: Path, name: str, args: str, **opts: bool) -> tuple[str, bool]:
     runner = ToolRunner(ToolRegistry(builtin_tools(root, **opts)), None, None)
-    [r] = asyncio.run(runner.run_batch([ToolCall("c", name, args)], max_parallel=8, output_limit=4096,
-                                       timeout=None))
+    [r] = asyncio.run(
+        runner.run_batch([ToolCall("c", name, args)], max_parallel=8, output_limit=4096, timeout=None)
+    )
     return r.content, r.is_error
 
 
@@ -49,7 +50,9 @@ def test_read_list_grep(ws: Path) -> None:
     assert "secret" not in run(ws, "grep", '{"pattern": "secret"}')[0]
 
 
-@pytest.mark.parametrize("path", ["../outside.txt", "/etc/passwd", "link.txt", "up/outside.txt", "src/../../x"])
+@pytest.mark.parametrize(
+    "path", ["../outside.txt", "/etc/passwd", "link.txt", "up/outside.txt", "src/../../x"]
+)
 def test_escapes_are_refused(ws: Path, path: str) -> None:
     content, is_error = run(ws, "read_file", f'{{"path": "{path}"}}')
     assert is_error and "WorkspaceError" in content
@@ -72,8 +75,15 @@ def test_write_and_edit(ws: Path) -> None:
     content, err = run(ws, "edit_file", '{"path": "new/b.txt", "old": "two", "new": "2"}', write=True)
     assert err and "occurs 2 times" in content
     assert run(ws, "edit_file", '{"path": "new/b.txt", "old": "one", "new": "1"}', write=True)[1] is False
-    assert run(ws, "edit_file", '{"path": "new/b.txt", "old": "two", "new": "2", "replace_all": true}',
-               write=True)[1] is False
+    assert (
+        run(
+            ws,
+            "edit_file",
+            '{"path": "new/b.txt", "old": "two", "new": "2", "replace_all": true}',
+            write=True,
+        )[1]
+        is False
+    )
     assert (ws / "new" / "b.txt").read_text() == "1 2 2"
     content, err = run(ws, "edit_file", '{"path": "new/b.txt", "old": "zzz", "new": ""}', write=True)
     assert err and "not found" in content

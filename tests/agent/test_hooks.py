@@ -5,6 +5,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from agent_helpers import call, of_type, reply, types
 
 from foldlog import Agent, HookError, Session, tool
 from foldlog.errors import APIError
@@ -21,8 +22,6 @@ from foldlog.hooks import (
 )
 from foldlog.providers import Scripted
 from foldlog.providers.base import TextDelta
-
-from agent_helpers import call, of_type, reply, types
 
 
 @tool(read_only=True)
@@ -59,7 +58,10 @@ def test_pre_step_reject_blocks_turn_without_steps(session: Session) -> None:
     agent.hooks.pre_step(lambda ctx, next: reject("not allowed here"))
     assert agent.run_sync("rm -rf") == ""
     assert types(session, 1) == ["turn/start", "turn/end"]
-    assert of_type(session, "turn/end")[0]["data"]["reason"] == {"kind": "blocked", "message": "not allowed here"}
+    assert of_type(session, "turn/end")[0]["data"]["reason"] == {
+        "kind": "blocked",
+        "message": "not allowed here",
+    }
     assert p.calls == 0
 
 
@@ -170,11 +172,18 @@ def test_tool_pre_execute_allow_deny_ask(session: Session) -> None:
     def danger(x: int) -> str:
         return f"did {x}"
 
-    p = Scripted([
-        reply("", call("danger", {"x": 1}, "a"), call("danger", {"x": 2}, "b"), call("danger", {"x": 3}, "c"),
-              call("danger", {"x": 4}, "d")),
-        reply("done"),
-    ])
+    p = Scripted(
+        [
+            reply(
+                "",
+                call("danger", {"x": 1}, "a"),
+                call("danger", {"x": 2}, "b"),
+                call("danger", {"x": 3}, "c"),
+                call("danger", {"x": 4}, "d"),
+            ),
+            reply("done"),
+        ]
+    )
     agent = Agent(p, [danger], session)
 
     @agent.hooks.tool_pre_execute
@@ -184,7 +193,10 @@ def test_tool_pre_execute_allow_deny_ask(session: Session) -> None:
 
     agent.hooks.approver = lambda ctx, q: ctx.arguments["x"] == 3
     agent.run_sync("go")
-    out = [(e["data"]["message"]["content"], e["data"]["message"]["isError"]) for e in of_type(session, "tool/result")]
+    out = [
+        (e["data"]["message"]["content"], e["data"]["message"]["isError"])
+        for e in of_type(session, "tool/result")
+    ]
     assert out[0] == ("did 1", False)
     assert out[1][1] and out[1][0].startswith("blocked:") and "x=2 is forbidden" in out[1][0]
     assert out[2] == ("did 3", False)
@@ -193,8 +205,17 @@ def test_tool_pre_execute_allow_deny_ask(session: Session) -> None:
 
 def test_tool_execute_waterfall_and_post_execute(session: Session) -> None:
     order: list[str] = []
-    p = Scripted([reply("", call("echo", {"text": "a"}, "1"), call("echo", {"text": "secret"}, "2"),
-                        call("echo", {"text": "c"}, "3")), reply("ok")])
+    p = Scripted(
+        [
+            reply(
+                "",
+                call("echo", {"text": "a"}, "1"),
+                call("echo", {"text": "secret"}, "2"),
+                call("echo", {"text": "c"}, "3"),
+            ),
+            reply("ok"),
+        ]
+    )
     agent = Agent(p, [echo], session)
 
     @agent.hooks.tool_execute

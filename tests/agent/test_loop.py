@@ -4,13 +4,12 @@ import asyncio
 from typing import Any
 
 import pytest
+from agent_helpers import call, checked, of_type, reply, types
 
 from foldlog import Agent, MaxStepsExceeded, Options, Session, tool
 from foldlog.errors import APIError, ProviderError, StreamInterrupted
 from foldlog.events import Retrying, Text, ToolDispatch, ToolResult, TurnDone, TurnStarted, Usage
 from foldlog.providers import Scripted
-
-from agent_helpers import call, checked, of_type, reply, types
 
 
 @tool(read_only=True)
@@ -29,8 +28,18 @@ def test_lifecycle_order_and_request_invariant(session: Session) -> None:
     agent = Agent(p, [add], session, Options(), events.append)
     assert agent.run_sync("1+2?") == "3"
     assert types(session, 1) == [
-        "turn/start", "step/start", "user/message", "request/header", "assistant/message", "tool/call",
-        "tool/result", "step/end", "step/start", "assistant/message", "step/end", "turn/end",
+        "turn/start",
+        "step/start",
+        "user/message",
+        "request/header",
+        "assistant/message",
+        "tool/call",
+        "tool/result",
+        "step/end",
+        "step/start",
+        "assistant/message",
+        "step/end",
+        "turn/end",
     ]
     a1 = of_type(session, "assistant/message")[0]["data"]
     assert a1["turn"] == 1 and a1["step"] == 1
@@ -40,8 +49,13 @@ def test_lifecycle_order_and_request_invariant(session: Session) -> None:
     ]
     assert a1["usage"]["promptTokens"] == 100
     res = of_type(session, "tool/result")[0]
-    assert res["data"]["message"] == {"role": "tool", "toolCallId": "c1", "toolName": "add", "content": "3",
-                                      "isError": False}
+    assert res["data"]["message"] == {
+        "role": "tool",
+        "toolCallId": "c1",
+        "toolName": "add",
+        "content": "3",
+        "isError": False,
+    }
     assert res["sourceEventSeqs"] == [of_type(session, "tool/call")[0]["seq"]]
     assert of_type(session, "turn/end")[0]["data"]["reason"] == {"kind": "completed"}
     # the second request carries the tool result; tools are sent sorted and stable
@@ -70,6 +84,7 @@ def test_flush_before_each_request_and_after_each_tool_batch(session: Session) -
         def fn(req: Any) -> Any:
             log.append("request")
             return x
+
         return fn
 
     @tool
@@ -91,7 +106,9 @@ def test_debug_invariant_mode(session: Session, monkeypatch: pytest.MonkeyPatch)
 
 
 def test_header_logged_once_and_on_change(session: Session) -> None:
-    agent = Agent(Scripted([reply("", call("add", {"a": 1, "b": 1})), reply("2"), reply("again")]), [add], session)
+    agent = Agent(
+        Scripted([reply("", call("add", {"a": 1, "b": 1})), reply("2"), reply("again")]), [add], session
+    )
     agent.run_sync("x")
     agent.run_sync("y")
     assert len(of_type(session, "request/header")) == 1
@@ -146,10 +163,12 @@ def test_max_tokens_drops_calls_keeps_usage(session: Session) -> None:
 
 def test_stream_interrupted_keeps_partial_and_continues(session: Session) -> None:
     events: list[Any] = []
-    p = Scripted([
-        reply("partial ans", raise_after=StreamInterrupted("cut", partial_text="partial ans")),
-        reply("complete answer"),
-    ])
+    p = Scripted(
+        [
+            reply("partial ans", raise_after=StreamInterrupted("cut", partial_text="partial ans")),
+            reply("complete answer"),
+        ]
+    )
     agent = Agent(p, [], session, Options(max_steps=1), events.append)
     assert agent.run_sync("q") == "complete answer"
     msgs = of_type(session, "assistant/message")
@@ -239,7 +258,10 @@ def test_inject_alone_does_not_wake() -> None:
     with pytest.raises(ValueError, match="nothing to run"):
         agent.run_sync()
     assert agent.run_sync("now") == "ok"
-    assert [m["content"] for m in agent.session.derive_messages() if m["role"] == "user"] == ["now", "background"]
+    assert [m["content"] for m in agent.session.derive_messages() if m["role"] == "user"] == [
+        "now",
+        "background",
+    ]
 
 
 def test_run_rejects_reentry(session: Session) -> None:
@@ -266,13 +288,21 @@ def test_sink_errors_never_break_the_run(session: Session, caplog: pytest.LogCap
 
 
 def test_unknown_tool_and_bad_args_reach_the_model(session: Session) -> None:
-    p = Scripted([
-        reply("", call("nope", "{}", "c1"), call("add", "{bad json", "c2"), call("add", {"a": "x"}, "c3")),
-        reply("sorry"),
-    ])
+    p = Scripted(
+        [
+            reply(
+                "", call("nope", "{}", "c1"), call("add", "{bad json", "c2"), call("add", {"a": "x"}, "c3")
+            ),
+            reply("sorry"),
+        ]
+    )
     Agent(p, [add], session).run_sync("x")
     contents = [e["data"]["message"]["content"] for e in of_type(session, "tool/result")]
     assert contents[0].startswith('error: unknown tool "nope"')
     assert "invalid JSON" in contents[1] and '"required"' in contents[1]
-    assert "invalid arguments" in contents[2] and "expected integer" in contents[2] and '"properties"' in contents[2]
+    assert (
+        "invalid arguments" in contents[2]
+        and "expected integer" in contents[2]
+        and '"properties"' in contents[2]
+    )
     assert all(e["data"]["message"]["isError"] for e in of_type(session, "tool/result"))

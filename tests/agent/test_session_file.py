@@ -2,10 +2,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agent_helpers import call, reply
+
 from foldlog import Agent, Session, tool
 from foldlog.providers import Scripted
-
-from agent_helpers import call, reply
 
 
 @tool(read_only=True)
@@ -29,7 +29,7 @@ def test_file_backed_session_reloads_and_continues(tmp_path: Path) -> None:
     p2 = Scripted([reply("again")])
     with Session.open(path) as s2:
         assert Agent(p2, [count], s2).run_sync("more") == "again"
-        assert p2.requests[0].messages[:len(before)] == list(s2.wire_messages())[:len(before)]
+        assert p2.requests[0].messages[: len(before)] == list(s2.wire_messages())[: len(before)]
     final = Session.load(path)
     turns = [e["data"]["turn"] for e in final.events if e["type"] == "turn/start"]
     assert turns == [1, 2]

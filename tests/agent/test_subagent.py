@@ -3,13 +3,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from agent_helpers import call, of_type, reply
 
 from foldlog import Agent, FoldlogError, Options, Session, run_subagent, tool
 from foldlog.events import Text, ToolDispatch, ToolResult, Usage
 from foldlog.providers import Scripted
 from foldlog.subagent import NestedSink, child_steps, task_tool
-
-from agent_helpers import call, of_type, reply
 
 
 @tool(read_only=True)
@@ -20,12 +19,14 @@ def lookup(key: str) -> str:
 
 def test_task_tool_runs_child_and_nests_events(session: Session) -> None:
     events: list[Any] = []
-    p = Scripted([
-        reply("delegating", call("task", {"prompt": "find k"}, "t1")),          # parent step 1
-        reply("child thinking", call("lookup", {"key": "k"}, "c1")),            # child step 1
-        reply("the value is value-of-k"),                                       # child final
-        reply("done: value-of-k"),                                              # parent final
-    ])
+    p = Scripted(
+        [
+            reply("delegating", call("task", {"prompt": "find k"}, "t1")),  # parent step 1
+            reply("child thinking", call("lookup", {"key": "k"}, "c1")),  # child step 1
+            reply("the value is value-of-k"),  # child final
+            reply("done: value-of-k"),  # parent final
+        ]
+    )
     agent = Agent(p, [lookup, task_tool()], session, Options(max_steps=20), events.append)
     assert agent.run_sync("what is k?") == "done: value-of-k"
     # the child got a fresh session with the same system prompt and no task tool
@@ -39,7 +40,12 @@ def test_task_tool_runs_child_and_nests_events(session: Session) -> None:
     # nested sink: child tool events with prefixed ids, usage marked subagent, no child text
     ids = [e.id for e in events if isinstance(e, (ToolDispatch, ToolResult))]
     assert "t1/c1" in ids
-    assert [e.source for e in events if isinstance(e, Usage)] == ["executor", "subagent", "subagent", "executor"]
+    assert [e.source for e in events if isinstance(e, Usage)] == [
+        "executor",
+        "subagent",
+        "subagent",
+        "executor",
+    ]
     text = "".join(e.text for e in events if isinstance(e, Text))
     assert "child thinking" not in text and "delegating" in text
 
@@ -54,12 +60,14 @@ def test_child_step_budget() -> None:
 
 
 def test_task_child_budget_exhaustion_is_error_result(session: Session) -> None:
-    p = Scripted([
-        reply("", call("task", {"prompt": "loop", "max_steps": 1}, "t1")),
-        reply("", call("lookup", {"key": "a"}, "c1")),
-        reply("", call("lookup", {"key": "b"}, "c2")),  # grace step still calls tools
-        reply("the child failed"),
-    ])
+    p = Scripted(
+        [
+            reply("", call("task", {"prompt": "loop", "max_steps": 1}, "t1")),
+            reply("", call("lookup", {"key": "a"}, "c1")),
+            reply("", call("lookup", {"key": "b"}, "c2")),  # grace step still calls tools
+            reply("the child failed"),
+        ]
+    )
     agent = Agent(p, [lookup, task_tool()], session)
     assert agent.run_sync("x") == "the child failed"
     res = of_type(session, "tool/result")[0]["data"]["message"]

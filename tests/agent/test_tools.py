@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Optional, TypedDict
 
 import pytest
+from agent_helpers import call, of_type, reply
 
 from foldlog import Agent, Options, Session, Tool, ToolRegistry, tool
 from foldlog.hooks import ToolContext
@@ -14,8 +15,6 @@ from foldlog.providers import Scripted
 from foldlog.providers.base import ToolCall
 from foldlog.tools.runner import ToolRunner, cap_output
 from foldlog.tools.schema import SchemaError, validate
-
-from agent_helpers import call, of_type, reply
 
 
 class Color(enum.Enum):
@@ -109,7 +108,9 @@ def test_arguments_converted_to_annotated_types(session: Session) -> None:
         got.append((p, c, xs, f))
         return "ok"
 
-    p = Scripted([reply("", call("take", {"p": {"x": 1, "y": 2}, "c": "blue", "xs": [1, 2], "f": 3})), reply("k")])
+    p = Scripted(
+        [reply("", call("take", {"p": {"x": 1, "y": 2}, "c": "blue", "xs": [1, 2], "f": 3})), reply("k")]
+    )
     Agent(p, [take], session).run_sync("x")
     assert got == [(Point(1, 2), Color.BLUE, (1, 2), 3.0)]
     assert isinstance(got[0][3], float)
@@ -183,7 +184,9 @@ def test_read_only_calls_overlap_and_results_keep_call_order() -> None:
         return "fast done"
 
     runner = ToolRunner(ToolRegistry([slow, fast]), None, None)
-    results = asyncio.run(runner.run_batch(_calls("slow", "fast"), max_parallel=8, output_limit=1000, timeout=None))
+    results = asyncio.run(
+        runner.run_batch(_calls("slow", "fast"), max_parallel=8, output_limit=1000, timeout=None)
+    )
     assert [r.content for r in results] == ["slow done", "fast done"]
     assert started == ["slow", "fast"]
 
@@ -225,8 +228,11 @@ def test_writing_calls_run_one_at_a_time_in_order() -> None:
         return ""
 
     runner = ToolRunner(ToolRegistry([look, write]), None, None)
-    asyncio.run(runner.run_batch(_calls("look", "look", "write", "look"), max_parallel=8, output_limit=1000,
-                                 timeout=None))
+    asyncio.run(
+        runner.run_batch(
+            _calls("look", "look", "write", "look"), max_parallel=8, output_limit=1000, timeout=None
+        )
+    )
     assert log == ["look>", "look>", "<look", "<look", "write>", "<write", "look>", "<look"]
 
 
@@ -241,7 +247,9 @@ def test_exceptions_and_timeouts_become_error_results() -> None:
         return "late"
 
     runner = ToolRunner(ToolRegistry([crash, sleepy]), None, None)
-    results = asyncio.run(runner.run_batch(_calls("crash", "sleepy"), max_parallel=8, output_limit=1000, timeout=0.05))
+    results = asyncio.run(
+        runner.run_batch(_calls("crash", "sleepy"), max_parallel=8, output_limit=1000, timeout=0.05)
+    )
     assert results[0].is_error and results[0].content == "error: FileNotFoundError: no such file: x.txt"
     assert results[1].is_error and "timed out after 0.05s" in results[1].content
 

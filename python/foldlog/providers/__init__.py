@@ -18,7 +18,6 @@ from foldlog.providers.base import (
 )
 
 
-
 def __getattr__(name: str) -> object:
     # Scripted is test/example tooling: loaded on first use only.
     if name == "Scripted":

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from foldlog.errors import ProviderError
 from foldlog.providers.base import (
     Chunk,
     Done,
+    FinishReason,
     ReasoningDelta,
     Request,
     TextDelta,
@@ -143,7 +144,7 @@ class Scripted:
         finish = reply.get("finish_reason") or ("tool_calls" if calls else "stop")
         if finish not in _FINISH:
             raise ProviderError(f"Scripted finish_reason must be one of {_FINISH}, got {finish!r}")
-        yield Done(finish)
+        yield Done(cast(FinishReason, finish))
 
     @staticmethod
     def _call(i: int, c: Mapping[str, Any]) -> ToolCall:

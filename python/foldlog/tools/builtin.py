@@ -156,8 +156,12 @@ def builtin_tools(
         if n == 0:
             raise ValueError(f"the text to replace was not found in {path}")
         if n > 1 and not replace_all:
-            raise ValueError(f"the text to replace occurs {n} times in {path}; add context or set replace_all")
-        full.write_text(text.replace(old, new) if replace_all else text.replace(old, new, 1), encoding="utf-8")
+            raise ValueError(
+                f"the text to replace occurs {n} times in {path}; add context or set replace_all"
+            )
+        full.write_text(
+            text.replace(old, new) if replace_all else text.replace(old, new, 1), encoding="utf-8"
+        )
         return f"replaced {n if replace_all else 1} occurrence(s) in {ws.rel(full)}"
 
     async def bash_(

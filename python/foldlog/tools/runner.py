@@ -221,7 +221,9 @@ class ToolRunner:
                     answer = hooks.approver(ctx, decision.question)
                     approved = bool(await answer if inspect.isawaitable(answer) else answer)
                 if not approved:
-                    return f"blocked: {ctx.call.name} needs approval ({decision.question}) and was not approved"
+                    return (
+                        f"blocked: {ctx.call.name} needs approval ({decision.question}) and was not approved"
+                    )
                 continue
             raise TypeError(f"tool_pre_execute must return allow()/deny()/ask() or None, got {decision!r}")
         return None
@@ -236,7 +238,9 @@ class ToolRunner:
             if isinstance(decision, Replace):
                 outcome = ToolOutcome(decision.content, decision.is_error)
             elif isinstance(decision, Block):
-                return ToolOutcome(f"blocked: the result of {call.name} was withheld: {decision.reason}", True)
+                return ToolOutcome(
+                    f"blocked: the result of {call.name} was withheld: {decision.reason}", True
+                )
             else:
                 raise TypeError(
                     f"tool_post_execute must return accept()/replace()/block() or None, got {decision!r}"

@@ -66,8 +66,12 @@ def type_schema(tp: Any, where: str = "argument") -> JSON:
     if origin in (list, Sequence, set, frozenset, tuple) or tp in (list, tuple, set):
         args = get_args(tp)
         if origin is tuple and args and args[-1] is not Ellipsis:
-            return {"type": "array", "prefixItems": [type_schema(a, where) for a in args],
-                    "minItems": len(args), "maxItems": len(args)}
+            return {
+                "type": "array",
+                "prefixItems": [type_schema(a, where) for a in args],
+                "minItems": len(args),
+                "maxItems": len(args),
+            }
         item = type_schema(args[0], where) if args else {}
         return {"type": "array", "items": item}
     if origin in (dict, Mapping) or tp is dict:
@@ -86,7 +90,11 @@ def type_schema(tp: Any, where: str = "argument") -> JSON:
             elif f.default_factory is dataclasses.MISSING:
                 required.append(f.name)
             props[f.name] = s
-        return _object(props, required, tp.__doc__ if tp.__doc__ and not tp.__doc__.startswith(tp.__name__ + "(") else None)
+        return _object(
+            props,
+            required,
+            tp.__doc__ if tp.__doc__ and not tp.__doc__.startswith(tp.__name__ + "(") else None,
+        )
     if _is_typeddict(tp):
         hints = get_type_hints(tp, include_extras=True)
         props = {k: type_schema(v, f"{where}.{k}") for k, v in hints.items()}
@@ -196,8 +204,9 @@ def function_schema(
 
 _TYPES: dict[str, Callable[[Any], bool]] = {
     "string": lambda v: isinstance(v, str),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool)
-    or (isinstance(v, float) and v.is_integer()),
+    "integer": lambda v: (
+        (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer())
+    ),
     "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
     "boolean": lambda v: isinstance(v, bool),
     "null": lambda v: v is None,
