@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import inspect
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
@@ -331,9 +332,7 @@ class Agent:
 
     async def _turn_stopping(self, turn: int, answer: str) -> None:
         for fn in self.hooks.turn_stopping_hooks:
-            out = fn(TurnStoppingContext(self, turn, answer))
-            if asyncio.iscoroutine(out) or isinstance(out, asyncio.Future):
-                await self._hook("turn_stopping", out)
+            await self._hook("turn_stopping", _call(fn, TurnStoppingContext(self, turn, answer)))
 
     async def _hook(self, domain: str, awaitable: Any) -> Any:
         try:
@@ -662,6 +661,13 @@ class Agent:
             self._emit(Notice(f"compaction failed: {e}", "warn"))
         except Exception as e:
             self._emit(Notice(f"compaction failed: {type(e).__name__}: {e}", "warn"))
+
+
+async def _call(fn: Callable[..., Any], *args: Any) -> Any:
+    out = fn(*args)
+    if inspect.isawaitable(out):
+        out = await out
+    return out
 
 
 def _text_of(m: Mapping[str, Any]) -> str:

@@ -43,7 +43,10 @@ class Reject:
 
 
 def enter(messages: Sequence[Any]) -> Enter:
-    return Enter(tuple(_as_user_message(m) for m in messages))
+    """Proceed with these messages (strings or user message dicts)."""
+    from foldlog.inbox import as_user_message
+
+    return Enter(tuple(as_user_message(m) for m in messages))
 
 
 def reject(reason: str) -> Reject:
@@ -229,18 +232,6 @@ async def run_waterfall(
 
 def _name(fn: Callable[..., Any]) -> str:
     return getattr(fn, "__qualname__", None) or repr(fn)
-
-
-def _as_user_message(m: Any) -> dict[str, Any]:
-    if isinstance(m, str):
-        return {"role": "user", "content": m}
-    if isinstance(m, dict) and "content" in m:
-        out = dict(m)
-        out.setdefault("role", "user")
-        if out["role"] != "user":
-            raise ValueError(f"pre_step messages must be user messages, got role {out['role']!r}")
-        return out
-    raise TypeError(f"a message must be a str or a dict with 'content', got {type(m).__name__}")
 
 
 class Hooks:
