@@ -9,16 +9,15 @@ from __future__ import annotations
 import asyncio
 import sys
 import types
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
+from agent_helpers import call, of_type, reply
 
 from foldlog import Agent, Options, Session, tool
 from foldlog.errors import CompactionError
 from foldlog.events import Notice
 from foldlog.providers import Scripted
-
-from agent_helpers import call, of_type, reply
 
 
 @tool(read_only=True)
@@ -27,8 +26,8 @@ def ping() -> str:
 
 
 class Recorder:
-    instances: list[Recorder] = []
-    fail: bool = False
+    instances: ClassVar[list[Recorder]] = []
+    fail: ClassVar[bool] = False
 
     def __init__(self, session: Any, provider: Any, options: Options, emit: Any) -> None:
         self.session, self.provider, self.options, self.emit = session, provider, options, emit
