@@ -173,7 +173,9 @@ class Agent:
         self._cancel_requested = True
 
         def do() -> None:
-            if not task.done():
+            # From another thread this runs later: the run may have ended meanwhile, and the task
+            # then belongs to the caller again, so only cancel while it still runs this agent.
+            if self._task is task and not task.done():
                 task.cancel("foldlog: Agent.cancel()")
 
         try:
