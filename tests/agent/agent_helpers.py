@@ -26,7 +26,7 @@ def checked(session: Session, r: Any) -> Callable[[Request], Any]:
 
     def fn(req: Request) -> Any:
         assert list(req.messages) == list(session.wire_messages())
-        return r
+        return r(req) if callable(r) and not isinstance(r, BaseException) else r
 
     return fn
 

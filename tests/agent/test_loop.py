@@ -306,3 +306,27 @@ def test_unknown_tool_and_bad_args_reach_the_model(session: Session) -> None:
         and '"properties"' in contents[2]
     )
     assert all(e["data"]["message"]["isError"] for e in of_type(session, "tool/result"))
+
+
+def test_every_request_carries_the_session_messages(session: Session) -> None:
+    agent: Agent
+
+    def steer_then(r: Any) -> Any:
+        def fn(req: Any) -> Any:
+            agent.steer("also check b")
+            return r
+
+        return fn
+
+    script = [
+        reply("", call("add", {"a": 1, "b": 2}, "c1"), call("nope", "{}", "c2")),
+        reply("partial", raise_after=StreamInterrupted("cut")),
+        steer_then(reply("", call("add", "{bad", "c3"))),
+        reply("", call("add", {"a": 2, "b": 2}, "c4")),
+        reply("final"),
+    ]
+    p = Scripted([checked(session, r) for r in script])
+    agent = Agent(p, [add], session, Options(max_steps=3))
+    assert agent.run_sync("go") == "final"
+    assert p.calls == 5
+    assert p.requests[-1].tools == ()  # the grace step
