@@ -682,6 +682,9 @@ def _text_of(m: Mapping[str, Any]) -> str:
 
 
 def _last_turn(session: Any) -> int:
+    known = getattr(session, "last_turn", None)  # kept by the core: no scan of the log
+    if isinstance(known, int):
+        return known
     events = session.events
     for i in range(len(events) - 1, -1, -1):
         ev = events[i]

@@ -7,6 +7,7 @@ import pytest
 from agent_helpers import call, checked, of_type, reply, types
 
 from foldlog import Agent, MaxStepsExceeded, Options, Session, tool
+from foldlog._frozen import thaw
 from foldlog.errors import APIError, ProviderError, StreamInterrupted
 from foldlog.events import Retrying, Text, ToolDispatch, ToolResult, TurnDone, TurnStarted, Usage
 from foldlog.providers import Scripted
@@ -44,7 +45,7 @@ def test_lifecycle_order_and_request_invariant(session: Session) -> None:
     a1 = of_type(session, "assistant/message")[0]["data"]
     assert a1["turn"] == 1 and a1["step"] == 1
     assert a1["message"]["reasoning_content"] == "think"
-    assert a1["message"]["tool_calls"] == [
+    assert thaw(a1["message"]["tool_calls"]) == [
         {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'}}
     ]
     assert a1["usage"]["promptTokens"] == 100
@@ -56,7 +57,7 @@ def test_lifecycle_order_and_request_invariant(session: Session) -> None:
         "content": "3",
         "isError": False,
     }
-    assert res["sourceEventSeqs"] == [of_type(session, "tool/call")[0]["seq"]]
+    assert list(res["sourceEventSeqs"]) == [of_type(session, "tool/call")[0]["seq"]]
     assert of_type(session, "turn/end")[0]["data"]["reason"] == {"kind": "completed"}
     # the second request carries the tool result; tools are sent sorted and stable
     assert p.requests[1].messages[-1]["role"] == "tool"
