@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-MODULES = ("foldlog", "agents", "pydantic_ai", "langchain_core.messages")
+MODULES = ("foldlog", "foldlog.agent", "agents", "pydantic_ai", "langchain_core.messages")
 
 
 def import_time_ms(module: str) -> float:
