@@ -331,3 +331,20 @@ def test_every_request_carries_the_session_messages(session: Session) -> None:
     assert agent.run_sync("go") == "final"
     assert p.calls == 5
     assert p.requests[-1].tools == ()  # the grace step
+
+
+def test_usage_event_has_cache_rate_and_cost(session: Session) -> None:
+    from foldlog.events import Reasoning
+
+    class Priced(Scripted):
+        def cost(self, usage: Any) -> float:
+            return usage.prompt_tokens * 0.5
+
+    events: list[Any] = []
+    usage = {"prompt_tokens": 200, "completion_tokens": 5, "cache_hit_tokens": 150}
+    p = Priced([{"content": "hi", "reasoning_content": "hmm", "usage": usage}])
+    Agent(p, [], session, sink=events.append).run_sync("x")
+    [u] = [e for e in events if isinstance(e, Usage)]
+    assert (u.prompt_tokens, u.cache_hit_tokens, u.cache_miss_tokens, u.hit_rate) == (200, 150, 50, 0.75)
+    assert u.cost == 100.0 and u.source == "executor"
+    assert "".join(e.text for e in events if isinstance(e, Reasoning)) == "hmm"
