@@ -55,7 +55,8 @@ class FileStoreWriter:
     def __init__(self, path: str | os.PathLike[str], header_line: bytes, *, durable: bool = True) -> None:
         self.path = Path(path)
         header = check_header(self.path.stem, header_line)
-        self._core, self._opened = _core.FileWriter.open(self.path, header.decode(), durable)
+        self._core, opened = _core.FileWriter.open(self.path, header.decode(), durable)
+        self._opened: bytes | None = opened
         self._next_seq: int | None = None
 
     def read_log(self) -> bytes:
