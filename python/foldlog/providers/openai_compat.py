@@ -358,7 +358,8 @@ def normalize_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _is_json(response: httpx.Response) -> bool:
-    return response.headers.get("content-type", "").split(";")[0].strip() == "application/json"
+    content_type: str = response.headers.get("content-type", "")
+    return content_type.split(";")[0].strip() == "application/json"
 
 
 async def _error_body(response: httpx.Response) -> str:

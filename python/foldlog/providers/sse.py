@@ -19,10 +19,11 @@ class SSEEvent:
 class SSEDecoder:
     """Feed bytes, get the events they complete. Handles LF, CRLF and CR line ends and comments."""
 
-    __slots__ = ("_buf", "_data", "_event", "_pending_cr")
+    __slots__ = ("_buf", "_data", "_event", "_pending_cr", "_scanned")
 
     def __init__(self) -> None:
         self._buf = bytearray()
+        self._scanned = 0  # bytes of _buf already known to hold no line end (long lines stay linear)
         self._data: list[str] = []
         self._event = ""
         self._pending_cr = False
@@ -40,9 +41,11 @@ class SSEDecoder:
         events: list[SSEEvent] = []
         start = 0
         n = len(buf)
+        scan = self._scanned
         while start < n:
-            lf = buf.find(b"\n", start)
-            cr = buf.find(b"\r", start, lf if lf >= 0 else n)
+            lf = buf.find(b"\n", max(start, scan))
+            cr = buf.find(b"\r", max(start, scan), lf if lf >= 0 else n)
+            scan = 0
             if cr >= 0:
                 end, nxt = cr, cr + 1
                 if nxt < n and buf[nxt] == 0x0A:
@@ -52,9 +55,12 @@ class SSEDecoder:
             elif lf >= 0:
                 end, nxt = lf, lf + 1
             else:
+                self._scanned = n - start
                 break
             self._line(bytes(buf[start:end]).decode("utf-8", errors="replace"), events)
             start = nxt
+        else:
+            self._scanned = 0
         del buf[:start]
         return events
 
