@@ -160,6 +160,8 @@ def sse_lines(objs: Sequence[Any], *, done: bool = True) -> bytes:
     return out + (b"data: [DONE]\n\n" if done else b"")
 
 
-def chunk_obj(delta: dict[str, Any] | None = None, finish: str | None = None, usage: Any = None) -> dict[str, Any]:
+def chunk_obj(
+    delta: dict[str, Any] | None = None, finish: str | None = None, usage: Any = None
+) -> dict[str, Any]:
     choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
     return {"id": "x", "object": "chat.completion.chunk", "choices": choices, "usage": usage}

@@ -119,7 +119,12 @@ def test_deepseek_parallel_tool_calls_with_cache_usage() -> None:
     assert got.finish_reason == "tool_calls"
     u = got.usage
     assert u is not None
-    assert (u.prompt_tokens, u.completion_tokens, u.cache_hit_tokens, u.cache_miss_tokens) == (415, 118, 384, 31)
+    assert (u.prompt_tokens, u.completion_tokens, u.cache_hit_tokens, u.cache_miss_tokens) == (
+        415,
+        118,
+        384,
+        31,
+    )
     body = srv.requests[0].json()
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
     assert srv.requests[0].headers["authorization"] == "Bearer sk-test"

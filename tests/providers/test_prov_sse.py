@@ -22,7 +22,7 @@ def test_every_split_point_gives_the_same_events() -> None:
 
 
 def test_line_ends_comments_event_names_and_multiline_data() -> None:
-    raw = b": keep-alive\r\nevent: error\r\ndata: {\"a\":\r\ndata: 1}\r\n\r\ndata:x\rdata: y\r\rdata: z\n\n"
+    raw = b': keep-alive\r\nevent: error\r\ndata: {"a":\r\ndata: 1}\r\n\r\ndata:x\rdata: y\r\rdata: z\n\n'
     want = [SSEEvent('{"a":\n1}', "error"), SSEEvent("x\ny"), SSEEvent("z")]
     assert _decode([raw]) == want
     assert _decode([bytes([b]) for b in raw]) == want  # one byte at a time, CR/LF split apart

@@ -104,8 +104,8 @@ class OpenAICompatible:
         """Remove the API key and any bearer token from text bound for an error message."""
         secrets = [self._api_key] if self._api_key else []
         for name, value in self._headers.items():
-            if name.lower() in ("authorization", "api-key", "x-api-key") and value:
-                secrets.append(value)
+            if name.lower() in ("authorization", "api-key", "x-api-key") and value.strip():
+                secrets.append(value.split()[-1])  # the token, without a "Bearer" scheme
         for secret in secrets:
             if secret and len(secret) >= 4:
                 text = text.replace(secret, "***")
@@ -203,7 +203,13 @@ class OpenAICompatible:
                     if isinstance(chunks[-1], ErrorChunk):
                         return
         for event in decoder.close():
-            chunks = self._event(event, asm)
+            try:
+                chunks = self._event(event, asm)
+            except _Cut:
+                if asm.finished:
+                    raise
+                # a last line cut off mid-JSON is the cut connection itself
+                break
             if chunks is None:
                 yield asm.finish()
                 return

@@ -27,6 +27,7 @@ class RetryPolicy:
     max_delay: float = 15.0
     jitter: float = 0.1  # up to this fraction of the delay is added at random
     max_replays: int = 3
+    max_retry_after: float = 15.0  # a server's Retry-After is honoured up to this
 
     def __post_init__(self) -> None:
         if self.max_retries < 0 or self.max_replays < 0:
@@ -42,7 +43,7 @@ class RetryPolicy:
     def delay(self, attempt: int, headers: Mapping[str, str] | None = None) -> float:
         after = retry_after(headers) if headers is not None else None
         if after is not None:
-            return min(after, self.max_delay)
+            return min(after, self.max_retry_after)
         return self.backoff(attempt)
 
 
