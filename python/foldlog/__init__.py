@@ -31,9 +31,17 @@ __version__ = "0.1.0"
 # public name -> module that defines it; resolved on first attribute access (PEP 562)
 _LAZY: dict[str, str] = {
     "Session": "foldlog.session",
+    "OpenAICompatible": "foldlog.providers.openai_compat",
+    "DeepSeek": "foldlog.providers.deepseek",
+    "OpenAI": "foldlog.providers.openai",
+    "LocalLlama": "foldlog.providers.local",
 }
 
 if TYPE_CHECKING:
+    from foldlog.providers.deepseek import DeepSeek
+    from foldlog.providers.local import LocalLlama
+    from foldlog.providers.openai import OpenAI
+    from foldlog.providers.openai_compat import OpenAICompatible
     from foldlog.session import Session
 
 
@@ -57,10 +65,14 @@ __all__ = [
     "AuthError",
     "CompactionError",
     "CorruptLogError",
+    "DeepSeek",
     "FoldlogError",
     "HookError",
     "InvalidEventError",
+    "LocalLlama",
     "MaxStepsExceeded",
+    "OpenAI",
+    "OpenAICompatible",
     "ProviderError",
     "ProviderTimeout",
     "RunCancelled",
