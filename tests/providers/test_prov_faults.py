@@ -180,18 +180,18 @@ def test_finish_reason_without_done_is_a_normal_end() -> None:
 
 def test_stall_after_output_is_interrupted() -> None:
     stall = GOOD.index(b"lo") - 10
-    err, _, _ = raises(StreamInterrupted, [sse(GOOD, stall_at=stall)], stall_timeout=0.3)
+    err, _, _ = raises(StreamInterrupted, [sse(GOOD, stall_at=stall)], stall_timeout=1.0)
     assert "stalled" in str(err) and err.partial_text == "Hel"
 
 
 def test_stall_before_output_is_replayed_then_times_out() -> None:
     policy = RetryPolicy(max_replays=1, base_delay=0.01)
-    err, srv, rec = raises(ProviderTimeout, [sse(GOOD, stall_at=10)], stall_timeout=0.3, policy=policy)
+    err, srv, rec = raises(ProviderTimeout, [sse(GOOD, stall_at=10)], stall_timeout=1.0, policy=policy)
     assert "stalled" in str(err) and len(srv.requests) == 2 and len(rec.calls) == 1
 
 
 def test_stall_before_output_then_a_good_replay() -> None:
-    got, srv, _ = run([sse(GOOD, stall_at=0), sse(GOOD)], stall=0.3)
+    got, srv, _ = run([sse(GOOD, stall_at=0), sse(GOOD)], stall=1.0)
     assert got.text == "Hello" and len(srv.requests) == 2
 
 

@@ -134,3 +134,27 @@ def test_model_is_assembled_once_into_the_cache_atomically(
 def test_bad_local_arguments() -> None:
     with pytest.raises(ValueError, match="n_ctx"):
         LocalLlama(n_ctx=16)
+
+
+def test_history_is_made_renderable_for_the_chatml_function_calling_template() -> None:
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
+    }
+    history = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "u"},
+        {"role": "assistant", "content": None, "tool_calls": [call], "reasoning_content": "r"},
+        {"role": "tool", "tool_call_id": "c1", "content": '{"sky":"sunny"}'},
+        {"role": "assistant", "content": "It is sunny.", "tool_calls": []},
+    ]
+    body = LocalLlama().build_body(Request(messages=history, tools=[TOOL], params={"stream": False}))
+    assert body["messages"] == [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "u"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "user", "content": 'Result of functions.get_weather:\n{"sky":"sunny"}'},
+        {"role": "assistant", "content": "It is sunny."},
+    ]
+    assert body["stream"] is False and "stream_options" not in body and body["tool_choice"] == "auto"

@@ -16,12 +16,13 @@ import sys
 import tempfile
 import time
 import weakref
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 
 from foldlog.errors import ProviderError
-from foldlog.providers.base import Chunk, Request
+from foldlog.providers.base import Chunk, Request, Usage, UsageChunk
 from foldlog.providers.openai_compat import OpenAICompatible
 
 MODEL_FILE = "gemma-3-270m-q4_k_m.gguf"
@@ -272,9 +273,44 @@ class LocalLlama(OpenAICompatible):
             self.base_url = server.base_url.rstrip("/")
             return server
 
+    def build_body(self, request: Request) -> dict[str, Any]:
+        body = super().build_body(request)
+        body["messages"] = chatml_history(body["messages"])
+        if body.get("stream") is False:
+            body.pop("stream_options", None)
+        return body
+
     async def stream(self, request: Request) -> AsyncIterator[Chunk]:
+        """Stream a reply; with tools offered, the call-or-answer decision is made unstreamed.
+
+        llama-cpp-python's ``chatml-function-calling`` refuses to stream an automatic tool
+        choice, and when it picks a text answer it still constrains that text with its tool
+        grammar. So: ask unstreamed with the tools; a call is returned as is; a text answer is
+        asked again without the tools, streamed.
+        """
         await self.start()
-        async for chunk in super().stream(request):
+        choice = request.params.get("tool_choice", "auto")
+        if not request.tools or choice != "auto":
+            # no tools, "none", or a forced call: the server streams these itself
+            tools = request.tools if choice != "none" else ()
+            async for chunk in super().stream(replace(request, tools=tools)):
+                yield chunk
+            return
+        decided = [
+            c async for c in super().stream(replace(request, params={**request.params, "stream": False}))
+        ]
+        if any(c.kind in ("tool_call", "error") for c in decided):
+            for chunk in decided:
+                yield chunk
+            return
+        spent = next((c.usage for c in decided if c.kind == "usage"), None)
+        params = {k: v for k, v in request.params.items() if k != "tool_choice"}
+        async for chunk in super().stream(replace(request, tools=(), params=params)):
+            if chunk.kind == "usage" and spent is not None:
+                chunk = UsageChunk(_add_usage(spent, chunk.usage))
+                spent = None
+            elif chunk.kind == "done" and spent is not None:
+                yield UsageChunk(spent)  # the text stream reported none: keep the decision's
             yield chunk
 
     async def aclose(self) -> None:
@@ -282,3 +318,41 @@ class LocalLlama(OpenAICompatible):
         server, self.server = self.server, None
         if server is not None:
             await asyncio.to_thread(server.stop)
+
+
+def _add_usage(a: Usage, b: Usage) -> Usage:
+    return Usage(
+        a.prompt_tokens + b.prompt_tokens,
+        a.completion_tokens + b.completion_tokens,
+        a.cache_hit_tokens + b.cache_hit_tokens,
+        a.cache_miss_tokens + b.cache_miss_tokens,
+        a.reasoning_tokens + b.reasoning_tokens,
+    )
+
+
+def chatml_history(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Messages the ``chatml-function-calling`` template can render.
+
+    Its template knows system, user and assistant messages only: a ``tool`` result would vanish
+    (worse, leave an unterminated turn), so it becomes a user message naming the call. An
+    assistant message needs a ``content`` key and must not carry an empty ``tool_calls``.
+    """
+    names: dict[str, str] = {}
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        msg = dict(m)
+        role = msg.get("role")
+        if role == "assistant":
+            msg["content"] = msg.get("content") or ""
+            calls = msg.get("tool_calls")
+            if calls:
+                for call in calls:
+                    fn = call.get("function") or {}
+                    names[str(call.get("id"))] = str(fn.get("name", "tool"))
+            else:
+                msg.pop("tool_calls", None)
+        elif role == "tool":
+            name = names.get(str(msg.get("tool_call_id")), "tool")
+            msg = {"role": "user", "content": f"Result of functions.{name}:\n{msg.get('content') or ''}"}
+        out.append(msg)
+    return out
