@@ -322,3 +322,22 @@ def test_retry_schedule() -> None:
     assert p.delay(3, {"retry-after-ms": "250"}) == 0.25
     assert p.delay(3, {"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0  # a date in the past
     assert p.delay(2, {"retry-after": "soon"}) == 1.0
+
+
+def test_json_answer_cut_before_its_end_is_replayed() -> None:
+    body = {
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}]
+    }
+    data = json.dumps(body).encode()
+
+    async def short_body(req: Any, w: asyncio.StreamWriter) -> None:
+        w.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(data)
+        )
+        w.write(data[:10])
+        await w.drain()
+
+    got, srv, rec = run([short_body, status(200, json.dumps(body))])
+    assert (
+        got.text == "hi" and len(srv.requests) == 2 and rec.calls[0][2].startswith("replay: connection cut")
+    )

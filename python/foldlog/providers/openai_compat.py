@@ -239,7 +239,14 @@ class OpenAICompatible:
 
     async def _read_json(self, response: httpx.Response, asm: ChatStreamAssembler) -> list[Chunk]:
         """A server that ignored ``stream: true`` answered with one JSON completion."""
-        raw = await response.aread()
+        import httpx
+
+        try:
+            raw = await response.aread()
+        except httpx.TimeoutException:
+            raise _Cut(f"stalled: no bytes for {self.stall_timeout:g} s", stalled=True) from None
+        except httpx.TransportError as e:
+            raise _Cut(f"connection cut ({type(e).__name__}: {self.redact(str(e))})") from None
         try:
             obj = json.loads(raw)
         except json.JSONDecodeError as e:
