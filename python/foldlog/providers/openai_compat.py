@@ -12,6 +12,7 @@ import inspect
 import json
 import logging
 import re
+import ssl
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -281,6 +282,7 @@ class OpenAICompatible:
                 timeout=httpx.Timeout(self.timeout, read=self.stall_timeout),
                 transport=self._transport,
                 http2=_h2_available() and self._transport is None,
+                verify=_ssl_context(),
                 limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
             )
             self._client_loop = loop
@@ -393,6 +395,16 @@ async def _error_body(response: httpx.Response) -> str:
 
 
 _H2: list[bool] = []
+_SSL: list[ssl.SSLContext] = []
+
+
+def _ssl_context() -> ssl.SSLContext:
+    """One verifying TLS context for every client: loading the CA bundle costs tens of ms each time."""
+    if not _SSL:
+        import httpx
+
+        _SSL.append(httpx.create_ssl_context())
+    return _SSL[0]
 
 
 def _h2_available() -> bool:
