@@ -149,6 +149,7 @@ def test_model_is_assembled_once_into_the_cache_atomically(
     assert calls and calls[0].name.endswith(".tmp") and not calls[0].exists()
     assert local_mod.default_model_path() == path and len(calls) == 1  # cached: not assembled again
     assert [p.name for p in path.parent.iterdir()] == [local_mod.MODEL_FILE]
+    path.unlink()  # 250 MB: pytest keeps old tmp dirs around
 
 
 def test_bad_local_arguments() -> None:
