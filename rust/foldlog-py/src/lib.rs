@@ -1,8 +1,11 @@
 //! PyO3 bindings for foldlog-core: conversion, error mapping and GIL release only.
 use pyo3::prelude::*;
 
+mod plan;
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    plan::register(m)?;
     Ok(())
 }
