@@ -31,10 +31,20 @@ __version__ = "0.1.0"
 # public name -> module that defines it; resolved on first attribute access (PEP 562)
 _LAZY: dict[str, str] = {
     "Session": "foldlog.session",
+    "Agent": "foldlog.agent",
+    "Options": "foldlog.options",
+    "tool": "foldlog.tools.registry",
+    "Tool": "foldlog.tools.registry",
+    "ToolRegistry": "foldlog.tools.registry",
+    "run_subagent": "foldlog.subagent",
 }
 
 if TYPE_CHECKING:
+    from foldlog.agent import Agent
+    from foldlog.options import Options
     from foldlog.session import Session
+    from foldlog.subagent import run_subagent
+    from foldlog.tools.registry import Tool, ToolRegistry, tool
 
 
 def __getattr__(name: str) -> Any:
@@ -54,6 +64,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "APIError",
+    "Agent",
     "AuthError",
     "CompactionError",
     "CorruptLogError",
@@ -61,6 +72,7 @@ __all__ = [
     "HookError",
     "InvalidEventError",
     "MaxStepsExceeded",
+    "Options",
     "ProviderError",
     "ProviderTimeout",
     "RunCancelled",
@@ -68,6 +80,10 @@ __all__ = [
     "SessionLockedError",
     "StorageError",
     "StreamInterrupted",
+    "Tool",
+    "ToolRegistry",
     "UnsupportedFormatError",
     "__version__",
+    "run_subagent",
+    "tool",
 ]
