@@ -257,7 +257,9 @@ class Session:
         Returns the event's seq.
         """
         if not isinstance(message, Mapping):
-            raise InvalidEventError(f"a message must be a mapping with a 'role', not {type(message).__name__}")
+            raise InvalidEventError(
+                f"a message must be a mapping with a 'role', not {type(message).__name__}"
+            )
         with self._lock:
             seq = self._core.add_message(message, now_ms())
         return self._committed(seq)
