@@ -32,8 +32,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from foldlog import planning  # noqa: E402
-from tests.compaction.corpus_histories import all_histories, corpus_dir  # noqa: E402
+from tests.compaction.corpus_histories import all_histories, corpus_dir
+
+from foldlog import planning
 
 N_MESSAGES = 100_000
 WINDOW = 1_000_000

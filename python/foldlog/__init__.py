@@ -37,10 +37,13 @@ _LAZY: dict[str, str] = {
     "Tool": "foldlog.tools.registry",
     "ToolRegistry": "foldlog.tools.registry",
     "run_subagent": "foldlog.subagent",
+    "Compactor": "foldlog.compaction",
+    "CompactionResult": "foldlog.compaction",
 }
 
 if TYPE_CHECKING:
     from foldlog.agent import Agent
+    from foldlog.compaction import CompactionResult, Compactor
     from foldlog.options import Options
     from foldlog.session import Session
     from foldlog.subagent import run_subagent
@@ -67,6 +70,8 @@ __all__ = [
     "Agent",
     "AuthError",
     "CompactionError",
+    "CompactionResult",
+    "Compactor",
     "CorruptLogError",
     "FoldlogError",
     "HookError",

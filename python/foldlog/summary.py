@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from foldlog.errors import ProviderError, ProviderTimeout
+from foldlog.errors import ProviderTimeout
 from foldlog.planning import DIGEST_CLOSE, DIGEST_HEADER, DIGEST_OPEN, message_text
 from foldlog.providers.base import Provider, Request, Usage
 
@@ -101,10 +101,14 @@ def transcript_entries(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
+_CUT_MARK = 32  # room for " […N chars cut…] "
+
+
 def _cut(entry: str, limit: int) -> str:
+    """``entry`` in at most ``limit`` characters, its middle replaced by a marker."""
     if len(entry) <= limit:
         return entry
-    half = max(limit // 2, 1)
+    half = max((limit - _CUT_MARK) // 2, 1)
     return f"{entry[:half]} […{len(entry) - 2 * half} chars cut…] {entry[-half:]}"
 
 
@@ -197,7 +201,7 @@ async def summarize(
             return SummaryOutcome("", attempt, f"summary timed out after {timeout:g} s")
         except ProviderTimeout as e:
             return SummaryOutcome("", attempt, f"summary timed out: {e}")
-        except (ProviderError, OSError, ValueError, RuntimeError) as e:
+        except Exception as e:  # any provider failure: retry once, then the mechanical fold
             error = f"{type(e).__name__}: {e}"
             continue
         if text:
