@@ -37,16 +37,21 @@ def message_text(m: Mapping[str, Any]) -> str:
     return ""
 
 
+def _head(text: str) -> str:
+    # prefix tests only need the start: never strip or lowercase a whole tool output
+    return text[:64].lstrip().lower()
+
+
 def is_digest(m: Mapping[str, Any]) -> bool:
-    return m.get("role") == "user" and message_text(m).lstrip("\n ").startswith(DIGEST_OPEN)
+    return m.get("role") == "user" and _head(message_text(m)).startswith(DIGEST_OPEN)
 
 
 def is_user_marked(m: Mapping[str, Any]) -> bool:
-    return m.get("role") == "user" and message_text(m).strip().lower().startswith(_KEEP_MARKERS)
+    return m.get("role") == "user" and _head(message_text(m)).startswith(_KEEP_MARKERS)
 
 
 def is_error_result(m: Mapping[str, Any]) -> bool:
-    return m.get("role") == "tool" and message_text(m).strip().lower().startswith(_ERROR_PREFIXES)
+    return m.get("role") == "tool" and _head(message_text(m)).startswith(_ERROR_PREFIXES)
 
 
 def is_elided(m: Mapping[str, Any]) -> bool:
@@ -116,6 +121,8 @@ def build_history(messages: Sequence[Mapping[str, Any]], tokens: Sequence[int]) 
     callers: list[int] = []
     nbytes: list[int] = []
     owner: dict[str, int] = {}  # call id -> index of the assistant message that made it
+    digest_flag, marked_flag = _core.PLAN_DIGEST, _core.PLAN_USER_MARKED
+    error_flag, elided_flag = _core.PLAN_ERROR_RESULT, _core.PLAN_ELIDED
     for i, m in enumerate(messages):
         role = str(m.get("role"))
         code = _ROLE_CODES.get(role)
@@ -126,20 +133,22 @@ def build_history(messages: Sequence[Mapping[str, Any]], tokens: Sequence[int]) 
         caller = -1
         size = 0
         if code == "u":
-            if is_digest(m):
-                f |= _core.PLAN_DIGEST
-            elif is_user_marked(m):
-                f |= _core.PLAN_USER_MARKED
+            head = _head(message_text(m))
+            if head.startswith(DIGEST_OPEN):
+                f |= digest_flag
+            elif head.startswith(_KEEP_MARKERS):
+                f |= marked_flag
         elif code == "a":
-            for cid in call_ids(m):
-                owner[cid] = i
+            if m.get("tool_calls"):
+                for cid in call_ids(m):
+                    owner[cid] = i
         elif code == "t":
             text = message_text(m)
-            size = len(text.encode())
-            if is_error_result(m):
-                f |= _core.PLAN_ERROR_RESULT
+            size = len(text) if text.isascii() else len(text.encode())
+            if _head(text).startswith(_ERROR_PREFIXES):
+                f |= error_flag
             if text.startswith(ELIDED_PREFIX):
-                f |= _core.PLAN_ELIDED
+                f |= elided_flag
             caller = owner.get(str(m.get("tool_call_id")), -1)
         flags.append(f)
         callers.append(caller)
