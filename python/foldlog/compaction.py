@@ -94,6 +94,7 @@ class Compactor:
         self.options = options
         self._emit = emit or (lambda event: None)
         self._counter = counter
+        self._fallback: planning.TokenCounter | None = None
         self._soft_noticed = False
         self.consecutive = 0
         self.stuck = False
@@ -160,7 +161,9 @@ class Compactor:
     def _counts(self, messages: Sequence[Mapping[str, Any]]) -> list[int]:
         if self._counter is not None:
             return self._counter.count(messages)
-        return planning.token_counts(self.session, messages)
+        if self._fallback is None:
+            self._fallback = planning.model_counter(getattr(self.provider, "model", None))
+        return planning.token_counts(self.session, messages, self._fallback)
 
     def _local_prompt_tokens(self, tools: Sequence[Mapping[str, Any]]) -> int:
         return sum(self._counts(self.session.derive_messages())) + planning.EstimateCounter().count_tools(

@@ -99,14 +99,41 @@ class EstimateCounter:
         return len(json.dumps(list(tools), separators=(",", ":"))) // 4
 
 
-def token_counts(session: Any, messages: Sequence[Mapping[str, Any]]) -> list[int]:
-    """Exact per-message counts when the session offers them, else the estimate."""
+class MessageCounter:
+    """Adapts a tokenizer with ``count_message(message) -> int`` (``foldlog.tokens.Tokenizer``)."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+
+    def count(self, messages: Sequence[Mapping[str, Any]]) -> list[int]:
+        return [int(self.tokenizer.count_message(m)) for m in messages]
+
+
+def model_counter(model: str | None) -> TokenCounter:
+    """The exact counter of ``model`` when foldlog's tokenizers know it, else the estimate."""
+    try:
+        from foldlog.tokens import Tokenizer  # type: ignore[import-not-found,unused-ignore]
+
+        tokenizer = Tokenizer.for_model(model or "")
+        if tokenizer.exact:
+            tokenizer.count_message({"role": "user", "content": ""})  # fails now if data is missing
+            return MessageCounter(tokenizer)
+    except Exception:  # no tokenizer module or data: planning still works on the estimate
+        pass
+    return EstimateCounter()
+
+
+def token_counts(
+    session: Any, messages: Sequence[Mapping[str, Any]], fallback: TokenCounter | None = None
+) -> list[int]:
+    """Exact per-message counts when the session offers them, else ``fallback`` (default: the
+    estimate)."""
     exact = getattr(session, "token_counts", None)
     if callable(exact):
         counts = exact()
         if isinstance(counts, Sequence) and len(counts) == len(messages):
             return [int(c) for c in counts]
-    return EstimateCounter().count(messages)
+    return (fallback or EstimateCounter()).count(messages)
 
 
 # --- planner input ---------------------------------------------------------------------------
@@ -186,6 +213,7 @@ __all__ = [
     "DIGEST_OPEN",
     "ELIDED_PREFIX",
     "EstimateCounter",
+    "MessageCounter",
     "TokenCounter",
     "build_history",
     "call_ids",
@@ -194,6 +222,7 @@ __all__ = [
     "is_error_result",
     "is_user_marked",
     "message_text",
+    "model_counter",
     "plan",
     "plan_kwargs",
     "token_counts",

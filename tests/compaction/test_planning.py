@@ -132,3 +132,16 @@ def test_estimate_counter_is_marked_and_rough() -> None:
 
     assert planning.token_counts(Exact(), [{"role": "user", "content": "hi"}]) == [7]
     assert planning.token_counts(object(), [{"role": "user", "content": "hi"}]) == [4]
+
+
+def test_model_counter_falls_back_to_the_estimate() -> None:
+    assert isinstance(planning.model_counter("no-such-model"), planning.EstimateCounter)
+
+    class Tok:
+        def count_message(self, m: Any) -> int:
+            return len(planning.message_text(m))
+
+    assert planning.MessageCounter(Tok()).count([{"role": "user", "content": "abc"}]) == [3]
+    assert planning.token_counts(
+        object(), [{"role": "user", "content": "abcd"}], planning.MessageCounter(Tok())
+    ) == [4]
