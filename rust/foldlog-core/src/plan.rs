@@ -415,8 +415,9 @@ fn partition(
             }
         }
     }
-    let mut kept = Vec::new();
-    let mut fold = Vec::new();
+    let kept_count = keep.iter().filter(|&&k| k).count();
+    let mut kept = Vec::with_capacity(kept_count * 2);
+    let mut fold = Vec::with_capacity(len - kept_count);
     for (k, m) in messages[head..tail].iter().enumerate() {
         let in_kept_group = match (m.role, m.caller) {
             (Role::Assistant, _) => group_kept[k],
