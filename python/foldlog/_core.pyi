@@ -1,9 +1,20 @@
 # Stubs of the Rust extension foldlog._core (checked by mypy.stubtest).
 
+from typing import final
+
+__all__ = [
+    "TokenCounter",
+    "__version__",
+    "calibrated_tokens_per_char",
+    "openai_rank_bytes",
+    "set_deepseek_tokenizer_path",
+]
+
 __version__: str
 
 # --- tokens (rust/foldlog-py/src/tokens.rs) ---------------------------------------------------
 
+@final
 class TokenCounter:
     @staticmethod
     def for_model(model: str, tokens_per_char: float | None = None) -> TokenCounter: ...
