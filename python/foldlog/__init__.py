@@ -34,11 +34,29 @@ _LAZY: dict[str, str] = {
     "Session": "foldlog.session",
     "Tokenizer": "foldlog.tokens",
     "count_tokens": "foldlog.tokens",
+    "Agent": "foldlog.agent",
+    "Options": "foldlog.options",
+    "tool": "foldlog.tools.registry",
+    "Tool": "foldlog.tools.registry",
+    "ToolRegistry": "foldlog.tools.registry",
+    "run_subagent": "foldlog.subagent",
+    "OpenAICompatible": "foldlog.providers.openai_compat",
+    "DeepSeek": "foldlog.providers.deepseek",
+    "OpenAI": "foldlog.providers.openai",
+    "LocalLlama": "foldlog.providers.local",
 }
 
 if TYPE_CHECKING:
+    from foldlog.agent import Agent
+    from foldlog.options import Options
+    from foldlog.providers.deepseek import DeepSeek
+    from foldlog.providers.local import LocalLlama
+    from foldlog.providers.openai import OpenAI
+    from foldlog.providers.openai_compat import OpenAICompatible
     from foldlog.session import Session
+    from foldlog.subagent import run_subagent
     from foldlog.tokens import Tokenizer, count_tokens
+    from foldlog.tools.registry import Tool, ToolRegistry, tool
 
 
 def __getattr__(name: str) -> Any:
@@ -58,13 +76,19 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "APIError",
+    "Agent",
     "AuthError",
     "CompactionError",
     "CorruptLogError",
+    "DeepSeek",
     "FoldlogError",
     "HookError",
     "InvalidEventError",
+    "LocalLlama",
     "MaxStepsExceeded",
+    "OpenAI",
+    "OpenAICompatible",
+    "Options",
     "ProviderError",
     "ProviderTimeout",
     "RunCancelled",
@@ -74,7 +98,11 @@ __all__ = [
     "StreamInterrupted",
     "Tokenizer",
     "TokenizerError",
+    "Tool",
+    "ToolRegistry",
     "UnsupportedFormatError",
     "__version__",
     "count_tokens",
+    "run_subagent",
+    "tool",
 ]

@@ -12,10 +12,10 @@ pub mod reader;
 pub mod repair;
 pub mod store;
 pub mod surface;
-pub mod tokens;
 pub mod wire;
 pub mod writer;
 
 pub use error::{Error, Result};
 pub use event::{Event, Header, SurfaceOp};
 pub use log::{EventLog, Message};
+pub mod tokens;
