@@ -66,6 +66,7 @@ def close_json(text: str) -> str | None: ...
 
 # --- tokens (rust/foldlog-py/src/tokens.rs) ---------------------------------------------------
 
+@final
 class TokenCounter:
     @staticmethod
     def for_model(model: str, tokens_per_char: float | None = None) -> TokenCounter: ...
