@@ -1,7 +1,8 @@
 """Type stubs of the Rust extension (checked by ``mypy.stubtest`` in ``make lint``)."""
 
+from collections.abc import Sequence
 from os import PathLike
-from typing import Any, final
+from typing import Any, Final, final
 
 __version__: str
 
