@@ -120,6 +120,9 @@ class Agent:
         self.provider = provider
         self.registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools or ())
         self.session = session
+        if session.model is None:
+            # the session counts its events with this model's tokenizer as they are flushed
+            session.model = getattr(options, "model", None) or getattr(provider, "model", None)
         self.options = options if options is not None else Options()
         self.hooks = Hooks()
         self.inbox = Inbox()

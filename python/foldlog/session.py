@@ -117,6 +117,11 @@ class Session:
         self.repair_report: dict[str, Any] = {}
         self.torn_tail: dict[str, int] | None = None
         self.unfinished_compaction: int | None = None
+        #: the model whose tokenizer `token_count()` uses by default (the agent sets it)
+        self.model: str | None = None
+        # the latest reported prompt tokens: (tokens, rewrite_version, derived messages then)
+        self._reported: tuple[int, int, int] | None = None
+        self._calibration: list[tuple[int, int]] = []
 
     # --- construction from storage -------------------------------------------------------
 
@@ -264,6 +269,13 @@ class Session:
             seq = self._core.add_message(message, now_ms())
         return self._committed(seq)
 
+    def _note_usage(self, data: Mapping[str, Any]) -> None:
+        usage = data.get("usage")
+        if isinstance(usage, Mapping):
+            prompt = usage.get("promptTokens", usage.get("prompt_tokens"))
+            if isinstance(prompt, int) and prompt > 0:
+                self.record_prompt_tokens(prompt)
+
     def append_event(
         self,
         type: str,
@@ -274,6 +286,9 @@ class Session:
     ) -> int:
         """Append any event (see docs/log-format.md). Returns its seq; nothing is written on error."""
         with self._lock:
+            if type == "assistant/message":
+                # the usage reported for the request this reply answers: before the reply is added
+                self._note_usage(data)
             seq = self._core.append(
                 type,
                 data,
@@ -305,6 +320,12 @@ class Session:
         if writer is None:
             return
         with self._lock:
+            if self.model is not None:
+                # count the batch's messages before they are written, so the counts travel with
+                # the events and a resumed session never tokenizes them again
+                tok = self._tokenizer(self.model)
+                if tok.exact:
+                    self._core.surface_tokens(tok._counter)
             append_from = getattr(writer, "append_from", None)
             if append_from is not None:
                 append_from(self._core)
@@ -423,6 +444,57 @@ class Session:
     @property
     def writable(self) -> bool:
         return self._writer is not None
+
+    # --- token counts ------------------------------------------------------------------------
+
+    def _tokenizer(self, model: str | None) -> Any:
+        from foldlog.tokens import DEFAULT_MODEL, Tokenizer, calibrated_tokens_per_char
+
+        name = model or self.model or DEFAULT_MODEL
+        tok = Tokenizer.for_model(name)
+        if not tok.exact and self._calibration:
+            tok = Tokenizer.for_model(name, tokens_per_char=calibrated_tokens_per_char(self._calibration))
+        return tok
+
+    def token_count(self, model: str | None = None, tools: Sequence[Mapping[str, Any]] = ()) -> int:
+        """Prompt tokens of the surface as the next request would carry it: its messages (with the
+        model family's framing), the request priming and, when given, the tool schemas.
+
+        With an exact tokenizer each event is counted once: the count is kept with the event
+        (``"tokens": {"deepseek-v4": n}`` in its line when it is flushed), so a resumed session
+        recounts nothing; a different tokenizer counts again. Other models get the calibrated
+        estimate (``Tokenizer.exact`` is False).
+        """
+        tok = self._tokenizer(model)
+        with self._lock:
+            total = self._core.surface_tokens(tok._counter)
+            if total is None:
+                total = sum(tok.count_message(m) for m in self.derive_messages())
+        extra = tok.count_tools(tools) if tools else 0
+        return int(total) + extra + int(tok.request_overhead())
+
+    def record_prompt_tokens(self, prompt_tokens: int) -> None:
+        """Remember the provider's reported ``prompt_tokens`` for a request of the current surface
+        (the agent's replies do this through their usage): `estimate_prompt_tokens` starts from it."""
+        with self._lock:
+            self._reported = (prompt_tokens, self.rewrite_version, len(self.derive_messages()))
+            if self.model is not None and not self._tokenizer(self.model).exact:
+                chars = sum(len(json.dumps(m, ensure_ascii=False)) for m in self.derive_messages())
+                self._calibration = [*self._calibration[-31:], (chars, prompt_tokens)]
+
+    def estimate_prompt_tokens(
+        self, model: str | None = None, tools: Sequence[Mapping[str, Any]] = ()
+    ) -> int:
+        """The next request's prompt tokens: the last reported figure plus the exact counts of the
+        messages added since (calibrated by what the provider counts); the local count when nothing
+        was reported for the current surface (none yet, or a fold/replace since)."""
+        with self._lock:
+            reported = self._reported
+            if reported is None or reported[1] != self.rewrite_version:
+                return self.token_count(model, tools)
+            tok = self._tokenizer(model)
+            since = self.derive_messages()[reported[2] :]
+            return reported[0] + sum(tok.count_message(m) for m in since)
 
     def stats(self) -> dict[str, Any]:
         """Counts of events, turns, steps, tool calls, surface messages by role, compactions."""

@@ -297,6 +297,44 @@ impl Event {
         }
     }
 
+    /// The count cached in this event's envelope (`"tokens": {"<tokenizer id>": n}`), if any.
+    /// Only lines that mention `"tokens"` are decoded again (once per event and tokenizer).
+    pub fn cached_tokens(&self, tokenizer: &str) -> Option<u32> {
+        #[derive(Deserialize)]
+        struct WithTokens {
+            tokens: Option<std::collections::HashMap<String, u32>>,
+        }
+        if !self.line.contains("\"tokens\"") {
+            return None;
+        }
+        let parsed: WithTokens = serde_json::from_str(&self.line).ok()?;
+        parsed.tokens?.get(tokenizer).copied()
+    }
+
+    /// Record a count in the envelope (the event must not be persisted yet: lines on disk are
+    /// never rewritten). Adds to an existing `tokens` object or creates one.
+    pub fn set_cached_tokens(&mut self, tokenizer: &str, count: u32) {
+        let mut v: Value = match serde_json::from_str(&self.line) {
+            Ok(v) => v,
+            Err(_) => return,
+        };
+        let Some(obj) = v.as_object_mut() else { return };
+        let tokens = obj
+            .entry("tokens")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Some(t) = tokens.as_object_mut() {
+            t.insert(tokenizer.to_string(), Value::from(count));
+        }
+        let line = v.to_string();
+        // `data` keeps its text (re-serialised from an order-preserving map); find it again
+        let data = obj_data_span(&line);
+        if let Some((start, end)) = data {
+            self.line = line.into_boxed_str();
+            self.data_start = start as u32;
+            self.data_end = end as u32;
+        }
+    }
+
     pub fn is_surface(&self) -> bool {
         is_surface_type(&self.kind)
     }
@@ -370,4 +408,16 @@ impl Header {
             id: v.get("id").and_then(Value::as_str).map(str::to_string),
         }))
     }
+}
+
+/// The byte span of the `data` value inside an event line.
+fn obj_data_span(line: &str) -> Option<(usize, usize)> {
+    #[derive(Deserialize)]
+    struct DataOnly<'a> {
+        #[serde(borrow)]
+        data: &'a RawValue,
+    }
+    let d: DataOnly<'_> = serde_json::from_str(line).ok()?;
+    let start = d.data.get().as_ptr() as usize - line.as_ptr() as usize;
+    Some((start, start + d.data.get().len()))
 }

@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::event::{Event, Header, SurfaceOp};
 use crate::project::project;
 use crate::surface::Surface;
+use crate::tokens::{TokenError, Tokenizer};
 
 /// A chat message derived from the log, shared (never mutated after projection).
 pub type Message = Arc<Value>;
@@ -37,6 +38,17 @@ pub struct EventLog {
     /// Events `..flushed` are persisted; the rest are the pending batch.
     flushed: usize,
     open_compaction: Option<u64>,
+    token_cache: Option<TokenCache>,
+}
+
+/// Per-tokenizer counts of surface events and the running total of the current surface.
+#[derive(Debug, Clone, Default)]
+struct TokenCache {
+    tokenizer: &'static str,
+    per_seq: Vec<Option<u32>>,
+    gen: u64,
+    counted: usize,
+    total: u64,
 }
 
 impl EventLog {
@@ -303,6 +315,91 @@ impl EventLog {
             .nodes()
             .iter()
             .any(|&s| self.events[s as usize].kind() != "system/message")
+    }
+
+    // --- token counts ----------------------------------------------------------------------
+
+    /// Exact tokens of the current surface with `tok` (messages only: the request's priming and
+    /// tools are the caller's). Each event is counted at most once per tokenizer: counts come
+    /// from the envelope cache (`"tokens"`), else are computed — in parallel for the cold case —
+    /// and cached, in memory and, for events not yet persisted, in their line. After appends
+    /// only new messages are counted; after a rewrite the total is re-summed from the cache.
+    pub fn surface_tokens(
+        &mut self,
+        tok: &'static Tokenizer,
+    ) -> std::result::Result<u64, TokenError> {
+        let id = tok.id();
+        if self.token_cache.as_ref().is_none_or(|c| c.tokenizer != id) {
+            self.token_cache = Some(TokenCache {
+                tokenizer: id,
+                ..TokenCache::default()
+            });
+        }
+        self.derive();
+        let gen = self.rewrite_version;
+        let mut cache = self.token_cache.take().expect("set above");
+        if cache.gen != gen || cache.counted > self.derived.len() {
+            cache.gen = gen;
+            cache.counted = 0;
+            cache.total = 0;
+        }
+        let result = self.count_new(tok, &mut cache);
+        self.token_cache = Some(cache);
+        result
+    }
+
+    fn count_new(
+        &mut self,
+        tok: &'static Tokenizer,
+        cache: &mut TokenCache,
+    ) -> std::result::Result<u64, TokenError> {
+        use rayon::prelude::*;
+        let id = tok.id();
+        if cache.per_seq.len() < self.events.len() {
+            cache.per_seq.resize(self.events.len(), None);
+        }
+        let start = cache.counted;
+        let seqs: Vec<u64> = self.derived_seqs[start..].to_vec();
+        // known counts first (memory, then the envelope), then the rest in one parallel batch
+        let mut missing: Vec<usize> = Vec::new();
+        for (k, &seq) in seqs.iter().enumerate() {
+            let i = seq as usize;
+            if cache.per_seq[i].is_none() {
+                cache.per_seq[i] = self.events[i].cached_tokens(id);
+            }
+            if cache.per_seq[i].is_none() {
+                missing.push(k);
+            }
+        }
+        if !missing.is_empty() {
+            let msgs = &self.derived[start..];
+            let counted: Vec<std::result::Result<usize, TokenError>> = missing
+                .par_iter()
+                .map(|&k| tok.count_message(&msgs[k]))
+                .collect();
+            for (&k, n) in missing.iter().zip(counted) {
+                let n = n? as u32;
+                let i = seqs[k] as usize;
+                cache.per_seq[i] = Some(n);
+                if i >= self.flushed {
+                    self.events[i].set_cached_tokens(id, n);
+                }
+            }
+        }
+        cache.total += seqs
+            .iter()
+            .map(|&s| u64::from(cache.per_seq[s as usize].unwrap_or(0)))
+            .sum::<u64>();
+        cache.counted = self.derived.len();
+        Ok(cache.total)
+    }
+
+    /// How many events hold a count for `tokenizer` in memory (for tests: a resumed session
+    /// that recounts nothing has them all from the envelope).
+    pub fn cached_token_events(&self) -> usize {
+        self.token_cache
+            .as_ref()
+            .map_or(0, |c| c.per_seq.iter().filter(|x| x.is_some()).count())
     }
 
     // --- persistence bookkeeping ---------------------------------------------------------

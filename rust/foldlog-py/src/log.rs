@@ -12,6 +12,8 @@ use serde_json::Value;
 
 use crate::convert::{to_py, value_of};
 use crate::errors::{detached, to_py as err_to_py};
+use crate::tokens::{to_py as tokens_to_py, PyTokenCounter};
+use foldlog_core::tokens::TokenizerChoice;
 
 /// The session event log. Frozen with interior locking: one writer, many reader threads;
 /// a reader never sees a half-appended event.
@@ -256,6 +258,22 @@ impl Log {
             }
         }
         Ok((gen, out))
+    }
+
+    /// Exact tokens of the surface's messages with `counter`, each event counted once and cached
+    /// (in memory, and in the line of events not yet flushed). `None` for an estimating counter.
+    fn surface_tokens(&self, py: Python<'_>, counter: &PyTokenCounter) -> PyResult<Option<u64>> {
+        let TokenizerChoice::Exact(tok) = counter.inner else {
+            return Ok(None);
+        };
+        self.with_write(py, |log| log.surface_tokens(tok))?
+            .map(Some)
+            .map_err(|e| tokens_to_py(py, e))
+    }
+
+    /// Events whose count for the current tokenizer is known (from the log or counted).
+    fn cached_token_events(&self, py: Python<'_>) -> PyResult<usize> {
+        self.with_read(py, |log| log.cached_token_events())
     }
 
     /// The wire messages as JSON bytes (a JSON array), built without Python objects.

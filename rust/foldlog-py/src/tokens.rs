@@ -4,7 +4,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 /// Raises the `foldlog.errors` class that fits `err`, with its message.
-fn to_py(py: Python<'_>, err: TokenError) -> PyErr {
+pub(crate) fn to_py(py: Python<'_>, err: TokenError) -> PyErr {
     let class = match err {
         TokenError::BadMessage(_) => "InvalidEventError",
         _ => "TokenizerError",
@@ -19,7 +19,7 @@ fn to_py(py: Python<'_>, err: TokenError) -> PyErr {
 /// The tokenizer (exact or the estimate) behind `foldlog.Tokenizer`.
 #[pyclass(frozen, module = "foldlog._core", name = "TokenCounter")]
 pub struct PyTokenCounter {
-    inner: TokenizerChoice,
+    pub(crate) inner: TokenizerChoice,
 }
 
 fn parse_json(py: Python<'_>, text: &str) -> PyResult<serde_json::Value> {
