@@ -1,0 +1,217 @@
+"""``foldlog log show|inspect|repair|import|export``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from foldlog.cli.common import config_from_args, console, session_path
+from foldlog.cli.main import EXIT_ERROR, EXIT_OK, UsageError
+from foldlog.cli.render import print_events, print_messages
+
+
+def _load(path: Path) -> Any:
+    from foldlog.session import Session
+
+    return Session.load(path)
+
+
+# --- show ----------------------------------------------------------------------------------
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    path = session_path(args.path, config_from_args(args))
+    session = _load(path)
+    out = console()
+    if args.events:
+        print_events(session.events, out, full=args.full)
+    else:
+        print_messages(session.derive_messages(), out, full=args.full)
+    _report_load(session, path)
+    return EXIT_OK
+
+
+def _report_load(session: Any, path: Path) -> None:
+    """Tell the user (on stderr) what loading had to fix in memory."""
+    notes = []
+    torn = getattr(session, "load_report", None)
+    if isinstance(torn, Mapping) and torn.get("torn_tail"):
+        notes.append(f"a torn last line was cut off ({torn.get('torn_tail')})")
+    if getattr(session, "normalized_dirty", False):
+        notes.append(f"the log needs repair (`foldlog log repair {path}` appends the fixes)")
+    for note in notes:
+        print(f"foldlog: note: {note}", file=sys.stderr)
+
+
+# --- inspect -------------------------------------------------------------------------------
+
+
+def inspect_session(session: Any, path: Path | None = None) -> dict[str, Any]:
+    events: Sequence[Mapping[str, Any]] = session.events
+    types = Counter(str(ev.get("type")) for ev in events)
+    surface = session.derive_messages()
+    roles = Counter(str(m.get("role")) for m in surface)
+    starts = {ev["data"].get("id") for ev in events if ev.get("type") == "compaction/start"}
+    ends = {ev["data"].get("id") for ev in events if ev.get("type") == "compaction/end"}
+    usage = Counter[str]()
+    for ev in events:
+        if ev.get("type") == "assistant/message" and isinstance(ev["data"].get("usage"), Mapping):
+            for key, value in ev["data"]["usage"].items():
+                if isinstance(value, int):
+                    usage[key] += value
+    report: dict[str, Any] = {
+        "id": getattr(session, "id", None),
+        "path": str(path) if path else getattr(session, "path", None),
+        "events": len(events),
+        "turns": types["turn/start"],
+        "steps": types["step/start"],
+        "messages": dict(sorted(roles.items())),
+        "surface_messages": len(surface),
+        "tool_calls": types["tool/call"],
+        "tool_results": types["tool/result"],
+        "compactions": types["compaction/summary"],
+        "unfinished_compactions": len(starts - ends),
+        "needs_repair": bool(getattr(session, "normalized_dirty", False)),
+        "usage": dict(usage),
+    }
+    if path is not None and path.exists():
+        report["bytes"] = path.stat().st_size
+    return report
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    path = session_path(args.path, config_from_args(args))
+    report = inspect_session(_load(path), path)
+    if args.json:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    out = console()
+    from rich.markup import escape
+
+    for key, value in report.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k} {v}" for k, v in value.items()) or "-"
+        out.print(f"[bold]{key:>22}[/]  {escape(str(value))}")
+    return EXIT_OK
+
+
+# --- repair --------------------------------------------------------------------------------
+
+
+def cmd_repair(args: argparse.Namespace) -> int:
+    from foldlog.session import Session
+
+    path = session_path(args.path, config_from_args(args))
+    before = _load(path)
+    count_before = len(before.events)
+    if not before.normalized_dirty:
+        print(f"{path}: nothing to repair ({count_before} events)")
+        return EXIT_OK
+    session = Session.open(path)
+    try:
+        repair = getattr(session, "repair", None)
+        if callable(repair):
+            repair()
+        session.flush()
+        added = session.events[count_before:]
+    finally:
+        session.close()
+    if not added:
+        print(f"foldlog: error: {path}: the log needs repair but no repair events were written", file=sys.stderr)
+        return EXIT_ERROR
+    kinds = Counter(str(ev.get("type")) for ev in added)
+    detail = ", ".join(f"{n} {t}" for t, n in kinds.items())
+    print(f"{path}: appended {len(added)} repair event(s): {detail}")
+    return EXIT_OK
+
+
+# --- import --------------------------------------------------------------------------------
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from foldlog.cli.store import safe_id
+    from foldlog.interchange import convert, write_conversation
+    from foldlog.session import Session
+
+    cfg = config_from_args(args)
+    src = Path(args.src)
+    if not src.is_file():
+        raise FileNotFoundError(f"{src}: no such file")
+    conversations = convert(args.source_format, src)
+    if args.index is not None:
+        if not 0 <= args.index < len(conversations):
+            raise UsageError(f"--index {args.index}: {src} holds {len(conversations)} transcript(s)")
+        conversations = [conversations[args.index]]
+    if not conversations:
+        raise UsageError(f"{src}: no transcript found")
+
+    # one transcript -> a file (or into the sessions folder); several -> a folder
+    if args.output is None:
+        folder: Path | None = cfg.sessions_dir
+    elif len(conversations) > 1 or Path(args.output).is_dir() or args.output.endswith(("/", "\\")):
+        folder = Path(args.output)
+    else:
+        folder = None
+    targets: list[Path] = []
+    for index, conv in enumerate(conversations):
+        if folder is None:
+            targets.append(Path(args.output))
+        else:
+            stem = safe_id(conv.id or f"{src.stem}-{index}")
+            targets.append(folder / f"{stem}.jsonl")
+    if len(set(targets)) != len(targets):
+        raise UsageError("two transcripts would be written to the same file")
+    existing = [t for t in targets if t.exists()]
+    if existing and not args.force:
+        raise FileExistsError(f"{existing[0]} exists (use --force to overwrite)")
+
+    written = []
+    for conv, target in zip(conversations, targets, strict=True):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        session = Session(id=safe_id(conv.id or target.stem), meta={"imported": conv.meta})
+        write_conversation(conv, session)
+        if target.exists():
+            target.unlink()  # --force: save must not append to the old file
+        session.save(target)
+        written.append({"path": str(target), "id": session.id, "events": len(conv.events), **conv.counts.as_dict()})
+    if args.json:
+        print(json.dumps(written if len(written) > 1 else written[0], indent=2))
+    else:
+        for item in written:
+            roles = ", ".join(f"{n} {r}" for r, n in sorted(item["messages"].items()))
+            print(
+                f"{item['path']}: {item['events']} events, {item['turns']} turns, {roles}, "
+                f"{item['tool_calls']} tool calls, {item['tool_results']} tool results, "
+                f"{item['compactions']} compactions"
+            )
+    return EXIT_OK
+
+
+# --- export --------------------------------------------------------------------------------
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    path = session_path(args.src, config_from_args(args))
+    session = _load(path)
+    messages = session.wire_messages() if args.wire else [dict(m) for m in session.derive_messages()]
+    text = json.dumps(_plain(messages), indent=2, ensure_ascii=False) + "\n"
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+        print(f"{args.output}: {len(messages)} messages", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def _plain(value: Any) -> Any:
+    """Immutable mappings/sequences from the session → plain JSON values."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
