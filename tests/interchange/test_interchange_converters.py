@@ -31,7 +31,9 @@ def claude_source_counts(path: Path) -> dict[str, int]:
             counts["tool_calls"] += sum(1 for b in rec["message"]["content"] if b.get("type") == "tool_use")
         elif rec.get("type") == "user":
             content = rec["message"]["content"]
-            results = [b for b in content if b.get("type") == "tool_result"] if isinstance(content, list) else []
+            results = (
+                [b for b in content if b.get("type") == "tool_result"] if isinstance(content, list) else []
+            )
             counts["tool_results"] += len(results)
             if not isinstance(content, list) or len(results) < len(content):
                 counts["user"] += 1
@@ -64,7 +66,8 @@ def test_claude_code_split_reply_is_one_message_with_results_after(corpus: Path)
     path = corpus / "claude-code-spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
     (conv,) = convert("claude-code", path)
     multi = [
-        ev for ev in conv.events
+        ev
+        for ev in conv.events
         if ev.type == "assistant/message" and len(ev.data["message"].get("tool_calls", [])) > 1
     ]
     assert multi, "expected replies with parallel tool calls"
@@ -226,14 +229,18 @@ def test_openhands_counts_match_source(corpus: Path, rel: str) -> None:
     for conv, events in zip(convs, sources, strict=True):
         with_meta = [e for e in events if "action" in e and "tool_call_metadata" in e]
         flat_tools = [
-            e for e in events
-            if "action" in e and "tool_call_metadata" not in e
+            e
+            for e in events
+            if "action" in e
+            and "tool_call_metadata" not in e
             and e["action"] not in ("message", "system", "finish", "recall", "change_agent_state", "null")
         ]
         answered = [e for e in events if "observation" in e and "tool_call_metadata" in e]
         flat_obs = [
-            e for e in events
-            if "observation" in e and "tool_call_metadata" not in e
+            e
+            for e in events
+            if "observation" in e
+            and "tool_call_metadata" not in e
             and e["observation"] not in ("recall", "agent_state_changed", "null")
         ]
         assert conv.counts.tool_calls == len(with_meta) + len(flat_tools), path
@@ -254,14 +261,23 @@ def test_dsh_seed_example(tmp_path: Path, seed_v0_lines: list[str]) -> None:
     (conv,) = convert("dsh", src)
     check_well_formed(conv.events)
     assert [ev.type for ev in conv.events] == [
-        "turn/start", "step/start", "user/message", "assistant/message", "tool/call",
-        "tool/result", "step/end", "turn/end",
+        "turn/start",
+        "step/start",
+        "user/message",
+        "assistant/message",
+        "tool/call",
+        "tool/result",
+        "step/end",
+        "turn/end",
     ]
     reply = conv.events[3].data
     assert reply["message"]["content"] == "I'll search"
     assert reply["message"]["tool_calls"] == [
-        {"id": "call_1", "type": "function",
-         "function": {"name": "bash", "arguments": '{"command": "grep example README.md"}'}}
+        {
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": "bash", "arguments": '{"command": "grep example README.md"}'},
+        }
     ]
     assert reply["usage"] == {"promptTokens": 12, "completionTokens": 4}
     result = conv.events[5]

@@ -30,8 +30,15 @@ from typing import Any
 CONFIG_NAME = "foldlog.toml"
 _PATH_KEYS = {"home", "sessions_dir", "workspace"}
 _KNOWN = {
-    "home", "sessions_dir", "provider", "model", "base_url", "max_steps", "context_window",
-    "workspace", "show_reasoning",
+    "home",
+    "sessions_dir",
+    "provider",
+    "model",
+    "base_url",
+    "max_steps",
+    "context_window",
+    "workspace",
+    "show_reasoning",
 }
 
 

@@ -122,7 +122,9 @@ def cmd_repair(args: argparse.Namespace) -> int:
     finally:
         session.close()
     if not added:
-        print(f"foldlog: error: {path}: the log needs repair but no repair events were written", file=sys.stderr)
+        print(
+            f"foldlog: error: {path}: the log needs repair but no repair events were written", file=sys.stderr
+        )
         return EXIT_ERROR
     kinds = Counter(str(ev.get("type")) for ev in added)
     detail = ", ".join(f"{n} {t}" for t, n in kinds.items())
@@ -135,7 +137,8 @@ def cmd_repair(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     from foldlog.cli.store import safe_id
-    from foldlog.interchange import convert, write_conversation
+    from foldlog.interchange import convert
+    from foldlog.interchange.writer import write_conversation
     from foldlog.session import Session
 
     cfg = config_from_args(args)
@@ -178,7 +181,9 @@ def cmd_import(args: argparse.Namespace) -> int:
         if target.exists():
             target.unlink()  # --force: save must not append to the old file
         session.save(target)
-        written.append({"path": str(target), "id": session.id, "events": len(conv.events), **conv.counts.as_dict()})
+        written.append(
+            {"path": str(target), "id": session.id, "events": len(conv.events), **conv.counts.as_dict()}
+        )
     if args.json:
         print(json.dumps(written if len(written) > 1 else written[0], indent=2))
     else:

@@ -26,12 +26,19 @@ class UsageError(Exception):
 
 
 def _agent_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--provider", choices=PROVIDERS, help="model provider (default from foldlog.toml, else local)")
+    p.add_argument(
+        "--provider", choices=PROVIDERS, help="model provider (default from foldlog.toml, else local)"
+    )
     p.add_argument("--model", help="model name")
     p.add_argument("--base-url", help="API base URL (openai-compatible servers)")
     p.add_argument("--session", metavar="PATH|ID", help="continue this session (a log path or an id)")
-    p.add_argument("-c", "--continue", dest="continue_latest", action="store_true",
-                   help="continue the most recent session")
+    p.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_latest",
+        action="store_true",
+        help="continue the most recent session",
+    )
     p.add_argument("--max-steps", type=int, help="step budget per turn")
     p.add_argument("--context-window", type=int, help="context window in tokens (overrides the provider's)")
     p.add_argument("--workspace", metavar="DIR", help="folder the file tools are rooted in (default: .)")
@@ -46,7 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="foldlog", description="Host LLM agents on an append-only session log."
     )
     parser.add_argument("--version", action="version", version=f"foldlog {__version__}")
-    parser.add_argument("--home", metavar="DIR", help="foldlog home (sessions in DIR/sessions); or FOLDLOG_HOME")
+    parser.add_argument(
+        "--home", metavar="DIR", help="foldlog home (sessions in DIR/sessions); or FOLDLOG_HOME"
+    )
     verbs = parser.add_subparsers(dest="verb", metavar="COMMAND")
     verbs.required = True
 
@@ -65,18 +74,26 @@ def build_parser() -> argparse.ArgumentParser:
     imp = log_verbs.add_parser("import", help="convert a foreign transcript into a foldlog log")
     imp.add_argument("--from", dest="source_format", required=True, choices=IMPORT_FORMATS)
     imp.add_argument("src", metavar="SRC")
-    imp.add_argument("-o", "--output", metavar="DST",
-                     help="log file to write (a folder when SRC holds several transcripts); "
-                          "default: the sessions folder")
-    imp.add_argument("--index", type=int, help="only the N-th transcript of a multi-transcript file (0-based)")
+    imp.add_argument(
+        "-o",
+        "--output",
+        metavar="DST",
+        help="log file to write (a folder when SRC holds several transcripts); default: the sessions folder",
+    )
+    imp.add_argument(
+        "--index", type=int, help="only the N-th transcript of a multi-transcript file (0-based)"
+    )
     imp.add_argument("--force", action="store_true", help="overwrite existing output files")
     imp.add_argument("--json", action="store_true", help="print what was written as JSON")
     exp = log_verbs.add_parser("export", help="write a log's derived messages in another format")
     exp.add_argument("--to", dest="target_format", required=True, choices=("openai",))
     exp.add_argument("src", metavar="PATH|ID")
     exp.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
-    exp.add_argument("--wire", action="store_true",
-                     help="apply the strict send normalizer (exactly what a request would carry)")
+    exp.add_argument(
+        "--wire",
+        action="store_true",
+        help="apply the strict send normalizer (exactly what a request would carry)",
+    )
 
     sessions = verbs.add_parser("sessions", help="list sessions, newest first")
     sessions.add_argument("--json", action="store_true", help="print JSON")
@@ -97,7 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument("--model")
     compact.add_argument("--base-url")
     compact.add_argument("--context-window", type=int)
-    compact.add_argument("--mechanical", action="store_true", help="no summary call: fold with a plain notice")
+    compact.add_argument(
+        "--mechanical", action="store_true", help="no summary call: fold with a plain notice"
+    )
     compact.add_argument("--dry-run", action="store_true", help="show the plan, write nothing")
     return parser
 

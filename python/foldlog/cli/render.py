@@ -67,4 +67,6 @@ def print_events(events: Iterable[Mapping[str, Any]], out: Console, *, full: boo
             extra += f" op={json.dumps(ev['surfaceOp'])}"
         if ev.get("sourceEventSeqs"):
             extra += f" from={ev['sourceEventSeqs']}"
-        out.print(f"[dim]{ev.get('seq'):>6}[/] [bold]{escape(str(ev.get('type')))}[/]{escape(extra)} {escape(data)}")
+        out.print(
+            f"[dim]{ev.get('seq'):>6}[/] [bold]{escape(str(ev.get('type')))}[/]{escape(extra)} {escape(data)}"
+        )

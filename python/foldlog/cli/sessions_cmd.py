@@ -25,7 +25,11 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     if args.limit:
         infos = infos[: args.limit]
     if args.json:
-        print(json.dumps({"sessions_dir": str(cfg.sessions_dir), "sessions": [i.as_dict() for i in infos]}, indent=2))
+        print(
+            json.dumps(
+                {"sessions_dir": str(cfg.sessions_dir), "sessions": [i.as_dict() for i in infos]}, indent=2
+            )
+        )
         return EXIT_OK
     out = console()
     if not infos:
@@ -35,7 +39,9 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
     table = Table(title=str(cfg.sessions_dir), title_justify="left", box=None, pad_edge=False)
     for column in ("id", "last used", "turns", "size", "preview"):
-        table.add_column(column, no_wrap=column != "preview", justify="right" if column in ("turns", "size") else "left")
+        table.add_column(
+            column, no_wrap=column != "preview", justify="right" if column in ("turns", "size") else "left"
+        )
     now = time.time()
     for info in infos:
         table.add_row(info.id, _ago(info.mtime, now), str(info.turns), human_size(info.size), info.preview)

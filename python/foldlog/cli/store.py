@@ -65,7 +65,9 @@ def describe(path: Path) -> SessionInfo:
             session_id = header["id"]
     except ValueError:
         pass
-    return SessionInfo(session_id, path, stat.st_size, stat.st_mtime, len(_TURN.findall(data)), _preview(data))
+    return SessionInfo(
+        session_id, path, stat.st_size, stat.st_mtime, len(_TURN.findall(data)), _preview(data)
+    )
 
 
 def list_sessions(folder: Path) -> list[SessionInfo]:

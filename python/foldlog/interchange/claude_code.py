@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from foldlog.interchange.events import Conversation, EventBuilder, text_of
-from foldlog.interchange.source import expect, iter_jsonl
+from foldlog.interchange.source import expect, iter_jsonl, need_dict
 
 FORMAT = "claude-code"
 
@@ -64,7 +64,9 @@ def _flush(b: EventBuilder, reply: _Reply | None) -> None:
             thinking.append(block["thinking"])
         elif kind in ("tool_use", "server_tool_use"):
             args = block.get("input", {})
-            calls.append((block.get("id"), str(block.get("name") or ""), json.dumps(args, ensure_ascii=False)))
+            calls.append(
+                (block.get("id"), str(block.get("name") or ""), json.dumps(args, ensure_ascii=False))
+            )
     extra: dict[str, Any] = {}
     if reply.model:
         extra["model"] = reply.model
@@ -101,8 +103,7 @@ def convert(path: str | Path) -> list[Conversation]:
                 reply = None
                 boundary = rec.get("compactMetadata") or {}
             continue
-        message = rec.get("message")
-        expect(isinstance(message, dict), f'"{kind}" record without a "message" object', path, number)
+        message = need_dict(rec.get("message"), f'"{kind}" record without a "message" object', path, number)
         session_id = session_id or rec.get("sessionId")
         for key in ("cwd", "gitBranch", "version"):
             if key in rec and key not in meta:
@@ -110,7 +111,10 @@ def convert(path: str | Path) -> list[Conversation]:
         content = message.get("content")
         if kind == "assistant":
             expect(
-                isinstance(content, list | str), "assistant message content is not a list or string", path, number
+                isinstance(content, list | str),
+                "assistant message content is not a list or string",
+                path,
+                number,
             )
             key = str(message.get("id") or rec.get("uuid") or number)
             if reply is None or reply.key != key:

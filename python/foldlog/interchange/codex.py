@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from foldlog.interchange.events import Conversation, EventBuilder, text_of
-from foldlog.interchange.source import expect, iter_jsonl
+from foldlog.interchange.source import expect, iter_jsonl, need_dict
 
 FORMAT = "codex"
 
@@ -157,9 +157,8 @@ class _Converter:
     def run(self) -> list[Conversation]:
         for number, rec in iter_jsonl(self.path):
             kind = rec.get("type")
-            payload = rec.get("payload")
             expect(isinstance(kind, str), 'record without a "type"', self.path, number)
-            expect(isinstance(payload, dict), 'record without a "payload" object', self.path, number)
+            payload = need_dict(rec.get("payload"), 'record without a "payload" object', self.path, number)
             if kind == "session_meta":
                 self.id = payload.get("id") or self.id
                 for key in ("cwd", "originator", "cli_version", "model_provider"):

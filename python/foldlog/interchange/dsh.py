@@ -30,7 +30,7 @@ _USAGE_KEYS = {
 def _usage(raw: Any) -> dict[str, Any] | None:
     if not isinstance(raw, Mapping):
         return None
-    return {_USAGE_KEYS.get(k, k): v for k, v in raw.items()}
+    return {_USAGE_KEYS.get(str(k), str(k)): v for k, v in raw.items()}
 
 
 def _assistant(b: EventBuilder, data: Mapping[str, Any], path: str | Path, line: int) -> None:

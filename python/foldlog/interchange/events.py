@@ -139,9 +139,7 @@ class EventBuilder:
     ) -> int:
         seq = len(self.events)
         self.events.append(
-            ImportedEvent(
-                type_, data, surface_op, list(sources) if sources is not None else None, self.line
-            )
+            ImportedEvent(type_, data, surface_op, list(sources) if sources is not None else None, self.line)
         )
         if surface_op == "append":
             self._surface.append(seq)
@@ -308,9 +306,7 @@ class EventBuilder:
         if meta:
             data["meta"] = dict(meta)
         self.counts.tool_results += 1
-        return self._emit(
-            "tool/result", data, surface_op="append", sources=[pending.seq] if pending else []
-        )
+        return self._emit("tool/result", data, surface_op="append", sources=[pending.seq] if pending else [])
 
     def compaction(
         self,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from foldlog.interchange.events import Conversation, EventBuilder, text_of
-from foldlog.interchange.source import expect, load_json
+from foldlog.interchange.source import expect, load_json, need_list
 
 FORMAT = "openai"
 
@@ -34,7 +34,9 @@ def usage_from_openai(usage: Any) -> dict[str, int] | None:
         "completionTokens": int(usage.get("completion_tokens") or 0),
         "cacheHitTokens": hit,
         "cacheMissTokens": max(prompt - hit, 0),
-        "reasoningTokens": int(reasoning.get("reasoning_tokens") or 0) if isinstance(reasoning, Mapping) else 0,
+        "reasoningTokens": int(reasoning.get("reasoning_tokens") or 0)
+        if isinstance(reasoning, Mapping)
+        else 0,
     }
 
 
@@ -122,9 +124,13 @@ def _conversations(doc: Any, path: str | Path) -> list[tuple[str | None, list[An
         return [(None, doc, {})]
     out: list[tuple[str | None, list[Any], dict[str, Any]]] = []
     for index, rec in enumerate(doc):
-        msgs = rec.get("traj", rec.get("messages")) if isinstance(rec, Mapping) else None
-        expect(isinstance(msgs, list), f'record {index} has no "traj" or "messages" array', path, None)
-        assert isinstance(rec, Mapping)
+        rec = rec if isinstance(rec, Mapping) else {}
+        msgs = need_list(
+            rec.get("traj", rec.get("messages")),
+            f'record {index} has no "traj" or "messages" array',
+            path,
+            None,
+        )
         extra = {k: rec[k] for k in ("task_id", "trial", "reward") if k in rec}
         task = rec.get("task_id", index)
         ident = f"{Path(path).stem}-{task}" + (f"-{rec['trial']}" if "trial" in rec else "")

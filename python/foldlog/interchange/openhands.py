@@ -21,13 +21,25 @@ from typing import Any
 
 from foldlog.interchange.events import Conversation, EventBuilder, text_of
 from foldlog.interchange.openai_messages import parse_tool_calls, usage_from_openai
-from foldlog.interchange.source import expect, iter_jsonl, load_json
+from foldlog.interchange.source import expect, iter_jsonl, load_json, need_list
 
 FORMAT = "openhands"
 
 _ENVELOPE = {
-    "id", "timestamp", "source", "message", "action", "observation", "args", "extras", "cause",
-    "content", "tool_call_metadata", "llm_metrics", "success", "timeout",
+    "id",
+    "timestamp",
+    "source",
+    "message",
+    "action",
+    "observation",
+    "args",
+    "extras",
+    "cause",
+    "content",
+    "tool_call_metadata",
+    "llm_metrics",
+    "success",
+    "timeout",
 }
 _SKIP_ACTIONS = {"recall", "change_agent_state", "null"}
 _SKIP_OBSERVATIONS = {"recall", "agent_state_changed", "null"}
@@ -65,15 +77,21 @@ class _Converter:
             else:
                 self.b.assistant(text_of(text))
         elif kind == "finish":
-            self.b.assistant(text_of(args.get("final_thought") or args.get("thought") or e.get("message", "")))
+            self.b.assistant(
+                text_of(args.get("final_thought") or args.get("thought") or e.get("message", ""))
+            )
         else:
             thought = args.pop("thought", "") or ""
             self.responses.add(f"synth-{index}")
-            self.b.assistant(text_of(thought), tool_calls=[(None, kind, json.dumps(args, ensure_ascii=False))])
+            self.b.assistant(
+                text_of(thought), tool_calls=[(None, kind, json.dumps(args, ensure_ascii=False))]
+            )
 
     def _response(self, index: int, meta: Mapping[str, Any]) -> None:
         response = meta.get("model_response")
-        expect(isinstance(response, Mapping), "tool_call_metadata without model_response", self.path, self.line)
+        expect(
+            isinstance(response, Mapping), "tool_call_metadata without model_response", self.path, self.line
+        )
         assert isinstance(response, Mapping)
         key = str(response.get("id") or f"response-{index}")
         if key in self.responses:
@@ -100,7 +118,9 @@ class _Converter:
         is_error = kind == "error" or str(e.get("success", "")).lower() == "false"
         meta = e.get("tool_call_metadata")
         if isinstance(meta, Mapping) and meta.get("tool_call_id"):
-            self.b.tool_result(meta["tool_call_id"], content, name=meta.get("function_name"), is_error=is_error)
+            self.b.tool_result(
+                meta["tool_call_id"], content, name=meta.get("function_name"), is_error=is_error
+            )
         elif self.b.pending_ids():
             self.b.tool_result(None, content, is_error=is_error)
         else:  # e.g. an error report to the agent: the environment speaks inside the turn
@@ -126,8 +146,7 @@ def convert(path: str | Path) -> list[Conversation]:
     if Path(path).suffix == ".jsonl":
         out: list[Conversation] = []
         for number, rec in iter_jsonl(path):
-            history = rec.get("history")
-            expect(isinstance(history, list), 'record without a "history" array', path, number)
+            history = need_list(rec.get("history"), 'record without a "history" array', path, number)
             ident = rec.get("instance_id") or f"{Path(path).stem}-{number}"
             meta = {**base, "line": number}
             if isinstance(rec.get("metadata"), Mapping) and "agent_class" in rec["metadata"]:

@@ -83,10 +83,26 @@ def load_json(path: str | os.PathLike[str]) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise TranscriptError(f"invalid JSON ({exc.msg}, column {exc.colno})", path=str(p), line=exc.lineno) from None
+        raise TranscriptError(
+            f"invalid JSON ({exc.msg}, column {exc.colno})", path=str(p), line=exc.lineno
+        ) from None
 
 
 def expect(cond: bool, message: str, path: str | os.PathLike[str], line: int | None) -> None:
     """Raise a :class:`TranscriptError` at ``path:line`` unless ``cond``."""
     if not cond:
         raise TranscriptError(message, path=str(path), line=line)
+
+
+def need_dict(value: Any, message: str, path: str | os.PathLike[str], line: int | None) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else a :class:`TranscriptError` at ``path:line``."""
+    if not isinstance(value, dict):
+        raise TranscriptError(message, path=str(path), line=line)
+    return value
+
+
+def need_list(value: Any, message: str, path: str | os.PathLike[str], line: int | None) -> list[Any]:
+    """``value`` when it is a JSON array, else a :class:`TranscriptError` at ``path:line``."""
+    if not isinstance(value, list):
+        raise TranscriptError(message, path=str(path), line=line)
+    return value

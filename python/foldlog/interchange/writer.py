@@ -43,5 +43,7 @@ def write_conversation(conversation: Conversation, session: Session) -> int:
             where = f" (source line {ev.source_line})" if ev.source_line is not None else ""
             raise InvalidEventError(f"imported event {index} ({ev.type}){where}: {exc}") from exc
         if seq != base + index:
-            raise InvalidEventError(f"session assigned seq {seq} to imported event {index}, expected {base + index}")
+            raise InvalidEventError(
+                f"session assigned seq {seq} to imported event {index}, expected {base + index}"
+            )
     return len(conversation.events)
