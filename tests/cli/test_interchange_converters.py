@@ -7,18 +7,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import check_well_formed
+from cli_testlib import check_well_formed, claude_files, codex_files
 
 from foldlog.interchange import TranscriptError, convert
 from foldlog.interchange.events import text_of
 
 # --- Claude Code ---------------------------------------------------------------------------
-
-
-def claude_files(corpus: Path) -> list[Path]:
-    files = sorted((corpus / "claude-code-spotter").rglob("*.jsonl"))
-    files += sorted((corpus / "codemie-code/tests/integration/session/fixtures").rglob("*.jsonl"))
-    return files
 
 
 def claude_source_counts(path: Path) -> dict[str, int]:
@@ -93,12 +87,6 @@ def test_claude_code_compaction_becomes_fold(corpus: Path) -> None:
 
 
 # --- Codex ---------------------------------------------------------------------------------
-
-
-def codex_files(corpus: Path) -> list[Path]:
-    return sorted((corpus / "codex-localpush").glob("*.jsonl")) + sorted(
-        (corpus / "codemie-code/src/agents/plugins/codex/__tests__/fixtures").glob("*.jsonl")
-    )
 
 
 def test_codex_counts_match_source(corpus: Path) -> None:
