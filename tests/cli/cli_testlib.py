@@ -205,9 +205,17 @@ def source_tool_counts(fmt: str, path: Path) -> list[tuple[int, int]]:
 
 
 def run_cli(
-    *args: str, home: Path, cwd: Path | None = None, input: str | None = None, timeout: float = 120
+    *args: str,
+    home: Path,
+    cwd: Path | None = None,
+    input: str | None = None,
+    timeout: float = 120,
+    set_home: bool = True,
 ) -> subprocess.CompletedProcess[str]:
-    """``python -m foldlog ARGS`` with an isolated home and user config folder."""
+    """``python -m foldlog ARGS`` with an isolated home and user config folder.
+
+    ``set_home=False`` leaves ``FOLDLOG_HOME`` unset (the state folder is still under ``home``).
+    """
     env = dict(os.environ)
     env.update(
         {
@@ -219,6 +227,8 @@ def run_cli(
             "PYTHONIOENCODING": "utf-8",
         }
     )
+    if not set_home:
+        del env["FOLDLOG_HOME"]
     for key in ("DEEPSEEK_API_KEY", "OPENAI_API_KEY", "FOLDLOG_API_KEY"):
         env.pop(key, None)
     return subprocess.run(
