@@ -105,7 +105,11 @@ class Chat:
         self.session = session
         workspace = workspace_of(self.cfg)
         self.agent = Agent(
-            self.provider, make_tools(workspace, bash=self.args.bash), session, make_options(self.cfg), self.sink
+            self.provider,
+            make_tools(workspace, bash=self.args.bash),
+            session,
+            make_options(self.cfg),
+            self.sink,
         )
         if self.provider is not None and getattr(self.provider, "model", None):
             self.agent.options.model = self.provider.model
@@ -159,7 +163,9 @@ class Chat:
         surface = s.derive_messages()
         self.out.print(f"session  {s.id}  ({s.path})")
         self.out.print(f"model    {getattr(self.provider, 'model', '?')} via {self.cfg.get('provider')}")
-        self.out.print(f"log      {len(s.events)} events, {turns} turn(s), {len(surface)} messages on the surface")
+        self.out.print(
+            f"log      {len(s.events)} events, {turns} turn(s), {len(surface)} messages on the surface"
+        )
         self.out.print(f"context  {gauge(self.sink.totals.last_prompt_tokens, self.window())}")
 
     async def c_tokens(self, _: str) -> None:
@@ -168,7 +174,9 @@ class Chat:
         self.out.print(self.sink.usage_line(currency_of(self.provider)))
         last = self.sink.totals.last_prompt_tokens
         estimate = len(json.dumps(list(map(dict, self.session.derive_messages())), ensure_ascii=False)) // 4
-        self.out.print(f"last request: {last} prompt tokens; surface now ≈{estimate} tokens (estimate: bytes/4)")
+        self.out.print(
+            f"last request: {last} prompt tokens; surface now ≈{estimate} tokens (estimate: bytes/4)"
+        )
 
     async def c_new(self, _: str) -> None:
         self._open(None, False)
@@ -193,7 +201,8 @@ class Chat:
         for info in list_sessions(self.cfg.sessions_dir)[:10]:
             mark = "*" if info.id == self.session.id else " "
             self.out.print(
-                f"{mark} {info.id}  {info.turns} turn(s)  {human_size(info.size)}  {info.preview}", markup=False
+                f"{mark} {info.id}  {info.turns} turn(s)  {human_size(info.size)}  {info.preview}",
+                markup=False,
             )
 
     async def c_model(self, name: str) -> None:
@@ -238,6 +247,15 @@ class Chat:
             self.out.print(f"[yellow]{error}[/]")
         self.out.print(f"[dim]{gauge(self.sink.totals.last_prompt_tokens, self.window())}[/]")
 
+    def _idle_sigint(self) -> None:
+        """Outside a turn Ctrl-C only says how to leave (inside one, ``drive`` cancels the turn)."""
+        try:
+            asyncio.get_running_loop().add_signal_handler(
+                signal.SIGINT, lambda: self.out.print("\n(/quit or Ctrl-D to leave)")
+            )
+        except (NotImplementedError, RuntimeError):  # Windows, or not the main thread
+            pass
+
     async def main(self) -> int:
         from foldlog.cli.agent_setup import make_provider
 
@@ -246,13 +264,8 @@ class Chat:
             self._open(self.args.session, self.args.continue_latest)
             self.out.print("[dim]/help for commands, Ctrl-C cancels a turn, Ctrl-D leaves[/]")
             reader = _Reader(self.cfg.home / "chat_history")
-            loop = asyncio.get_running_loop()
-            try:
-                # outside a turn Ctrl-C only reminds how to leave; inside, drive() cancels the turn
-                loop.add_signal_handler(signal.SIGINT, lambda: self.out.print("\n(/quit or Ctrl-D to leave)"))
-            except (NotImplementedError, RuntimeError):
-                pass
             while True:
+                self._idle_sigint()
                 line = await reader.read("you› ")
                 if line is None:
                     break
@@ -263,11 +276,6 @@ class Chat:
                         break
                     continue
                 await self.turn(line)
-                loop = asyncio.get_running_loop()
-                try:
-                    loop.add_signal_handler(signal.SIGINT, lambda: self.out.print("\n(/quit or Ctrl-D to leave)"))
-                except (NotImplementedError, RuntimeError):
-                    pass
         finally:
             if self.session is not None:
                 self.session.close()

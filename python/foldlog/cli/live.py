@@ -83,9 +83,11 @@ class LiveSink:
         kind = type(event).__name__
         self._account(kind, event)
         if self.json_mode:
-            record = {"event": kind, **dataclasses.asdict(event)} if dataclasses.is_dataclass(event) else {
-                "event": kind
-            }
+            record = (
+                {"event": kind, **dataclasses.asdict(event)}
+                if dataclasses.is_dataclass(event)
+                else {"event": kind}
+            )
             self.out.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
             self.out.flush()
             return
