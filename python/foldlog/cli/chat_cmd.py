@@ -1,7 +1,7 @@
 """``foldlog chat``: an interactive session with slash commands.
 
-Input comes from prompt_toolkit (line editing, history file) when stdin is a terminal and it is
-installed, else from plain lines on stdin — so ``printf 'hi\\n/status\\n' | foldlog chat`` works.
+Input comes from prompt_toolkit (line editing, history file) or readline when stdin is a
+terminal, else from plain lines on stdin — so ``printf 'hi\\n/status\\n' | foldlog chat`` works.
 Ctrl-C while the model works cancels the turn (the log stays valid); Ctrl-D or ``/quit`` leaves.
 """
 
@@ -49,24 +49,38 @@ def _k(n: int) -> str:
 
 
 class _Reader:
-    """One line of input at a time; ``None`` at end of input."""
+    """One line of input at a time; ``None`` at end of input.
+
+    On a terminal: prompt_toolkit when installed (``pip install 'foldlog[chat]'``), else
+    ``input()`` with readline history; both keep the history in ``history``. Piped: plain lines.
+    """
 
     def __init__(self, history: Path | None) -> None:
         self._session: Any = None
-        if sys.stdin.isatty():
-            try:
-                from prompt_toolkit import PromptSession
-                from prompt_toolkit.history import FileHistory, InMemoryHistory
+        self._readline: Any = None
+        self._history = history
+        if not sys.stdin.isatty():
+            return
+        if history is not None:
+            history.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            from prompt_toolkit import PromptSession
+            from prompt_toolkit.history import FileHistory, InMemoryHistory
 
-                hist: Any = InMemoryHistory()
-                if history is not None:
-                    history.parent.mkdir(parents=True, exist_ok=True)
-                    hist = FileHistory(str(history))
-                self._session = PromptSession(history=hist)
-            except ImportError:
-                self._session = None
+            hist: Any = FileHistory(str(history)) if history is not None else InMemoryHistory()
+            self._session = PromptSession(history=hist)
+        except ImportError:
+            try:
+                import readline
+
+                self._readline = readline
+                if history is not None and history.exists():
+                    readline.read_history_file(str(history))
+            except (ImportError, OSError):
+                self._readline = None
 
     async def read(self, prompt: str) -> str | None:
+        loop = asyncio.get_running_loop()
         if self._session is not None:
             while True:
                 try:
@@ -77,10 +91,18 @@ class _Reader:
                 except EOFError:
                     return None
         if sys.stdin.isatty():
-            sys.stdout.write(prompt)
-            sys.stdout.flush()
-        line = await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
-        return None if line == "" else line.rstrip("\n")
+            try:
+                line = await loop.run_in_executor(None, input, prompt)
+            except EOFError:
+                return None
+            if self._readline is not None and self._history is not None:
+                try:
+                    self._readline.write_history_file(str(self._history))
+                except OSError:
+                    pass
+            return line
+        raw = await loop.run_in_executor(None, sys.stdin.readline)
+        return None if raw == "" else raw.rstrip("\n")
 
 
 class Chat:
