@@ -216,6 +216,7 @@ def run_cli(
 
     ``set_home=False`` leaves ``FOLDLOG_HOME`` unset (the state folder is still under ``home``).
     """
+    home.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     env.update(
         {

@@ -41,19 +41,32 @@ def reading_model() -> Iterator[FakeOpenAI]:
     """Reads hello.txt with a tool, then answers."""
     yield from _serve(
         [
-            {"content": "Let me look.", "tool_calls": [("call_1", "read_file", '{"path": "hello.txt"}')],
-             "usage": USAGE},
+            {
+                "content": "Let me look.",
+                "tool_calls": [("call_1", "read_file", '{"path": "hello.txt"}')],
+                "usage": USAGE,
+            },
             {"content": "The secret word is pumpkin.", "usage": USAGE},
         ]
     )
 
 
 def _agent_args(server: FakeOpenAI, workspace: Path) -> list[str]:
-    return ["--provider", "openai-compatible", "--base-url", server.base_url, "--model", "fake-1",
-            "--workspace", str(workspace)]
+    return [
+        "--provider",
+        "openai-compatible",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "fake-1",
+        "--workspace",
+        str(workspace),
+    ]
 
 
-def test_run_streams_answer_tools_and_usage(tmp_path: Path, workspace: Path, reading_model: FakeOpenAI) -> None:
+def test_run_streams_answer_tools_and_usage(
+    tmp_path: Path, workspace: Path, reading_model: FakeOpenAI
+) -> None:
     proc = run_cli("run", "What is the secret word?", *_agent_args(reading_model, workspace), home=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "Let me look." in proc.stdout and "The secret word is pumpkin." in proc.stdout
@@ -66,7 +79,13 @@ def test_run_streams_answer_tools_and_usage(tmp_path: Path, workspace: Path, rea
     logs = list((tmp_path / "sessions").glob("*.jsonl"))
     assert len(logs) == 1
     session = Session.load(logs[0])
-    assert [m["role"] for m in session.derive_messages()] == ["system", "user", "assistant", "tool", "assistant"]
+    assert [m["role"] for m in session.derive_messages()] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
     assert session.events[-1]["type"] == "turn/end"
 
 
@@ -89,7 +108,9 @@ def test_run_json_and_continue(tmp_path: Path, workspace: Path, reading_model: F
 
 def test_run_max_steps_exit_3(tmp_path: Path, workspace: Path) -> None:
     for server in _serve([{"content": "", "tool_calls": [("c", "list_dir", "{}")]}]):
-        proc = run_cli("run", "loop forever", "--max-steps", "1", *_agent_args(server, workspace), home=tmp_path)
+        proc = run_cli(
+            "run", "loop forever", "--max-steps", "1", *_agent_args(server, workspace), home=tmp_path
+        )
         assert proc.returncode == 3, proc.stderr
         assert "stopped" in proc.stderr
 
@@ -111,8 +132,19 @@ def test_run_usage_errors(tmp_path: Path) -> None:
 def test_chat_with_piped_commands(tmp_path: Path, workspace: Path, reading_model: FakeOpenAI) -> None:
     export = tmp_path / "out.json"
     script = "\n".join(
-        ["What is the secret word?", "/status", "/tokens", f"/export {export}", "/model fake-2", "/bogus",
-         "/sessions", "/new", "/help", "/quit", "never sent"]
+        [
+            "What is the secret word?",
+            "/status",
+            "/tokens",
+            f"/export {export}",
+            "/model fake-2",
+            "/bogus",
+            "/sessions",
+            "/new",
+            "/help",
+            "/quit",
+            "never sent",
+        ]
     )
     proc = run_cli("chat", *_agent_args(reading_model, workspace), home=tmp_path, input=script + "\n")
     assert proc.returncode == 0, proc.stderr

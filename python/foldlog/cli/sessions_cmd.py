@@ -38,10 +38,11 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     table = Table(title=str(cfg.sessions_dir), title_justify="left", box=None, pad_edge=False)
-    for column in ("id", "last used", "turns", "size", "preview"):
-        table.add_column(
-            column, no_wrap=column != "preview", justify="right" if column in ("turns", "size") else "left"
-        )
+    table.add_column("id", no_wrap=True)
+    table.add_column("last used", no_wrap=True)
+    table.add_column("turns", justify="right", no_wrap=True, min_width=5)
+    table.add_column("size", justify="right", no_wrap=True)
+    table.add_column("preview", no_wrap=True, overflow="ellipsis")
     now = time.time()
     for info in infos:
         table.add_row(info.id, _ago(info.mtime, now), str(info.turns), human_size(info.size), info.preview)
