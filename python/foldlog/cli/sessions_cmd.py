@@ -38,11 +38,12 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     table = Table(title=str(cfg.sessions_dir), title_justify="left", box=None, pad_edge=False)
-    table.add_column("id", no_wrap=True)
-    table.add_column("last used", no_wrap=True)
+    # fixed columns keep their width; the preview takes what is left and is cut with "…"
+    table.add_column("id", no_wrap=True, min_width=min(max(len(i.id) for i in infos), 40))
+    table.add_column("last used", no_wrap=True, min_width=9)
     table.add_column("turns", justify="right", no_wrap=True, min_width=5)
-    table.add_column("size", justify="right", no_wrap=True)
-    table.add_column("preview", no_wrap=True, overflow="ellipsis")
+    table.add_column("size", justify="right", no_wrap=True, min_width=9)
+    table.add_column("preview", no_wrap=True, overflow="ellipsis", ratio=1)
     now = time.time()
     for info in infos:
         table.add_row(info.id, _ago(info.mtime, now), str(info.turns), human_size(info.size), info.preview)
