@@ -3,3 +3,18 @@
 //! The session log (events, reading, writing, validation), its projection into chat
 //! messages, and the two repair normalizers. No PyO3 here: the bindings live in
 //! `rust/foldlog-py` and only convert types, map errors and release the GIL.
+pub mod error;
+pub mod event;
+pub mod json_close;
+pub mod log;
+pub mod project;
+pub mod reader;
+pub mod repair;
+pub mod store;
+pub mod surface;
+pub mod wire;
+pub mod writer;
+
+pub use error::{Error, Result};
+pub use event::{Event, Header, SurfaceOp};
+pub use log::{EventLog, Message};

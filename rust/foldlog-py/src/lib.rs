@@ -1,8 +1,13 @@
 //! PyO3 bindings for foldlog-core: conversion, error mapping and GIL release only.
 use pyo3::prelude::*;
 
+mod convert;
+mod errors;
+mod log;
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    log::register(m)?;
     Ok(())
 }

@@ -1,0 +1,55 @@
+//! Errors of the core. The bindings map each variant to a `foldlog` Python exception.
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// Damage before the end of a log: valid events follow it. `line` is 1-based.
+    Corrupt { line: usize, message: String },
+    /// Written by a newer foldlog (header version or a required event type we do not know).
+    UnsupportedFormat { line: usize, message: String },
+    /// An event or message that cannot be recorded, or a log that breaks a rule.
+    InvalidEvent { message: String },
+    /// I/O of a store.
+    Storage { message: String },
+    /// Another writer holds the session.
+    Locked { holder: String, message: String },
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Error::InvalidEvent {
+            message: message.into(),
+        }
+    }
+    pub fn storage(message: impl Into<String>) -> Self {
+        Error::Storage {
+            message: message.into(),
+        }
+    }
+    /// The same error, now naming the (1-based) line it was found on.
+    pub fn at_line(self, line: usize) -> Self {
+        match self {
+            Error::InvalidEvent { message } => Error::Corrupt { line, message },
+            Error::UnsupportedFormat { message, .. } => Error::UnsupportedFormat { line, message },
+            other => other,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Corrupt { line, message } => write!(f, "corrupt log at line {line}: {message}"),
+            Error::UnsupportedFormat { line, message } => {
+                write!(f, "newer format at line {line}: {message}")
+            }
+            Error::InvalidEvent { message } => write!(f, "{message}"),
+            Error::Storage { message } => write!(f, "{message}"),
+            Error::Locked { message, .. } => write!(f, "{message}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

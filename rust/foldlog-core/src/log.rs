@@ -1,0 +1,327 @@
+//! The event log: events in seq order, the surface they build, and the derived messages,
+//! maintained incrementally (appends project only new nodes; rewrites bump a generation).
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+use crate::event::{Event, Header, SurfaceOp};
+use crate::project::project;
+use crate::surface::Surface;
+
+/// A chat message derived from the log, shared (never mutated after projection).
+pub type Message = Arc<Value>;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpenTurn {
+    pub turn: u64,
+    /// The open step in that turn, if any.
+    pub step: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct EventLog {
+    header: Option<Header>,
+    events: Vec<Event>,
+    surface: Surface,
+    rewrite_version: u64,
+    /// Per seq: the projection of a surface event, computed at most once.
+    projected: Vec<Option<Option<Message>>>,
+    /// The derived messages of the surface nodes `..derived_nodes`, valid for `derived_gen`.
+    derived: Vec<Message>,
+    derived_seqs: Vec<u64>,
+    derived_nodes: usize,
+    derived_gen: u64,
+    open_turn: Option<OpenTurn>,
+    last_turn: u64,
+    /// Events `..flushed` are persisted; the rest are the pending batch.
+    flushed: usize,
+    open_compaction: Option<u64>,
+}
+
+fn turn_of(data: &Value) -> u64 {
+    data.get("turn").and_then(Value::as_u64).unwrap_or(0)
+}
+
+impl EventLog {
+    pub fn new(header: Option<Header>) -> EventLog {
+        EventLog {
+            header,
+            ..EventLog::default()
+        }
+    }
+
+    pub fn header(&self) -> Option<&Header> {
+        self.header.as_ref()
+    }
+    pub fn set_header(&mut self, header: Header) {
+        self.header = Some(header);
+    }
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+    pub fn event(&self, seq: u64) -> Option<&Event> {
+        self.events.get(seq as usize)
+    }
+    pub fn surface(&self) -> &Surface {
+        &self.surface
+    }
+    pub fn rewrite_version(&self) -> u64 {
+        self.rewrite_version
+    }
+    pub fn open_turn(&self) -> Option<OpenTurn> {
+        self.open_turn
+    }
+    pub fn last_turn(&self) -> u64 {
+        self.last_turn
+    }
+    /// The id of a compaction that started and has not ended (a crash mid-compaction).
+    pub fn open_compaction(&self) -> Option<u64> {
+        self.open_compaction
+    }
+    pub fn next_seq(&self) -> u64 {
+        self.events.len() as u64
+    }
+
+    /// Check an event against the log's rules and add it. Nothing changes when it fails.
+    pub fn push(&mut self, ev: Event) -> Result<u64> {
+        let seq = self.next_seq();
+        if ev.seq != seq {
+            return Err(Error::invalid(format!(
+                "seq {} breaks continuity: expected {seq}",
+                ev.seq
+            )));
+        }
+        if let Some(src) = &ev.sources {
+            let mut seen = std::collections::HashSet::with_capacity(src.len());
+            for &s in src {
+                if s >= seq {
+                    return Err(Error::invalid(format!(
+                        "event #{seq}: sourceEventSeqs entry {s} is not an earlier event"
+                    )));
+                }
+                if !seen.insert(s) {
+                    return Err(Error::invalid(format!(
+                        "event #{seq}: sourceEventSeqs lists {s} twice"
+                    )));
+                }
+            }
+        }
+        match (ev.is_surface(), &ev.surface_op) {
+            (true, None) => {
+                return Err(Error::invalid(format!(
+                    "{} event #{seq} needs a surfaceOp",
+                    ev.kind()
+                )));
+            }
+            (false, Some(_)) => {
+                return Err(Error::invalid(format!(
+                    "{} event #{seq} is not a surface event and must not carry a surfaceOp",
+                    ev.kind()
+                )));
+            }
+            _ => {}
+        }
+        if let Some(op) = &ev.surface_op {
+            let data_is_object = ev.data_json().trim_start().starts_with('{');
+            if !data_is_object {
+                return Err(Error::invalid(format!(
+                    "{} event #{seq}: data must be an object",
+                    ev.kind()
+                )));
+            }
+            self.surface
+                .apply(seq, op, ev.sources.as_deref().unwrap_or(&[]))?;
+            if op.rewrites() {
+                self.rewrite_version += 1;
+            }
+        }
+        self.track(&ev);
+        self.events.push(ev);
+        self.projected.push(None);
+        Ok(seq)
+    }
+
+    fn track(&mut self, ev: &Event) {
+        match ev.kind() {
+            "turn/start" => {
+                let turn = turn_of(&ev.data());
+                self.last_turn = self.last_turn.max(turn);
+                self.open_turn = Some(OpenTurn { turn, step: None });
+            }
+            "turn/end" => self.open_turn = None,
+            "step/start" => {
+                let d = ev.data();
+                let step = d.get("step").and_then(Value::as_u64).unwrap_or(0);
+                match &mut self.open_turn {
+                    Some(t) => t.step = Some(step),
+                    None => {
+                        self.open_turn = Some(OpenTurn {
+                            turn: turn_of(&d),
+                            step: Some(step),
+                        })
+                    }
+                }
+            }
+            "step/end" => {
+                if let Some(t) = &mut self.open_turn {
+                    t.step = None;
+                }
+            }
+            "compaction/start" => self.open_compaction = Some(ev.seq),
+            "compaction/end" => self.open_compaction = None,
+            _ => {}
+        }
+    }
+
+    /// Build and add a new event (the writer's path). `time` in epoch milliseconds.
+    pub fn append(
+        &mut self,
+        kind: &str,
+        data: &Value,
+        time: i64,
+        surface_op: Option<SurfaceOp>,
+        sources: Option<Vec<u64>>,
+    ) -> Result<u64> {
+        if !crate::event::is_known_type(kind) {
+            return Err(Error::invalid(format!("unknown event type {kind:?}")));
+        }
+        if !data.is_object() {
+            return Err(Error::invalid(format!(
+                "{kind}: data must be a JSON object"
+            )));
+        }
+        let ev = Event::new(kind, self.next_seq(), time, data, surface_op, sources);
+        self.push(ev)
+    }
+
+    /// Record an OpenAI-chat-shaped message as the matching surface event (appended).
+    pub fn add_message(&mut self, message: &Value, time: i64) -> Result<u64> {
+        self.add_message_with(message, time, SurfaceOp::Append)
+    }
+
+    /// Record a message as its surface event with the given surface op.
+    pub fn add_message_with(&mut self, message: &Value, time: i64, op: SurfaceOp) -> Result<u64> {
+        let (kind, data) = self.message_event(message)?;
+        self.append(kind, &data, time, Some(op), None)
+    }
+
+    /// The event type and data that record an OpenAI-chat-shaped message.
+    pub fn message_event(&self, message: &Value) -> Result<(&'static str, Value)> {
+        let obj = message
+            .as_object()
+            .ok_or_else(|| Error::invalid("a message must be a JSON object with a \"role\""))?;
+        let role = obj
+            .get("role")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Error::invalid("a message needs a string \"role\""))?;
+        let (turn, step) = match self.open_turn {
+            Some(t) => (t.turn, t.step.unwrap_or(0)),
+            None => (self.last_turn, 0),
+        };
+        let (kind, data) = match role {
+            "system" => (
+                "system/message",
+                serde_json::json!({"content": obj.get("content").cloned().unwrap_or(Value::Null)}),
+            ),
+            "user" => ("user/message", message.clone()),
+            "assistant" => (
+                "assistant/message",
+                serde_json::json!({"turn": turn, "step": step, "message": message}),
+            ),
+            "tool" => {
+                let mut m = Map::new();
+                m.insert("role".into(), "tool".into());
+                if let Some(id) = obj.get("tool_call_id").or_else(|| obj.get("toolCallId")) {
+                    m.insert("toolCallId".into(), id.clone());
+                }
+                if let Some(name) = obj.get("name").or_else(|| obj.get("toolName")) {
+                    m.insert("toolName".into(), name.clone());
+                }
+                m.insert(
+                    "content".into(),
+                    obj.get("content").cloned().unwrap_or(Value::Null),
+                );
+                let is_error = obj.get("isError").or_else(|| obj.get("is_error")).cloned();
+                m.insert("isError".into(), is_error.unwrap_or(Value::Bool(false)));
+                (
+                    "tool/result",
+                    serde_json::json!({"turn": turn, "step": step, "message": Value::Object(m)}),
+                )
+            }
+            other => {
+                return Err(Error::invalid(format!(
+                    "unknown message role {other:?} (expected system, user, assistant or tool)"
+                )))
+            }
+        };
+        Ok((kind, data))
+    }
+
+    fn projection(&mut self, seq: u64) -> Option<Message> {
+        let i = seq as usize;
+        if self.projected[i].is_none() {
+            let events = &self.events;
+            let p = project(&events[i], |s| events.get(s as usize)).map(Arc::new);
+            self.projected[i] = Some(p);
+        }
+        self.projected[i].clone().flatten()
+    }
+
+    /// Bring the derived messages up to date: only new nodes after appends, a rebuild after a
+    /// rewrite (projections of unchanged events are reused).
+    pub fn derive(&mut self) -> &[Message] {
+        if self.derived_gen != self.rewrite_version {
+            self.derived.clear();
+            self.derived_seqs.clear();
+            self.derived_nodes = 0;
+            self.derived_gen = self.rewrite_version;
+        }
+        let total = self.surface.len();
+        for i in self.derived_nodes..total {
+            let seq = self.surface.nodes()[i];
+            if let Some(m) = self.projection(seq) {
+                self.derived.push(m);
+                self.derived_seqs.push(seq);
+            }
+        }
+        self.derived_nodes = total;
+        &self.derived
+    }
+
+    /// Seq of the event behind each derived message (parallel to [`EventLog::derive`]).
+    pub fn derived_seqs(&mut self) -> &[u64] {
+        self.derive();
+        &self.derived_seqs
+    }
+
+    /// Anything on the surface beyond system messages.
+    pub fn has_content(&self) -> bool {
+        self.surface
+            .nodes()
+            .iter()
+            .any(|&s| self.events[s as usize].kind() != "system/message")
+    }
+
+    // --- persistence bookkeeping ---------------------------------------------------------
+
+    pub fn flushed(&self) -> usize {
+        self.flushed
+    }
+    pub fn pending(&self) -> &[Event] {
+        &self.events[self.flushed..]
+    }
+    /// The pending events as JSONL bytes (each line ends in `\n`).
+    pub fn pending_bytes(&self) -> Vec<u8> {
+        crate::writer::lines(self.pending())
+    }
+    pub fn mark_flushed(&mut self, upto: usize) {
+        self.flushed = upto.min(self.events.len()).max(self.flushed);
+    }
+}

@@ -1,0 +1,126 @@
+//! The surface: the ordered list of surface-event seqs the model currently sees, and the
+//! rules for changing it (`append`, `replace`, `insert`, `fold`, `reset`).
+use std::collections::HashMap;
+
+use crate::error::{Error, Result};
+use crate::event::SurfaceOp;
+
+#[derive(Debug, Clone, Default)]
+pub struct Surface {
+    nodes: Vec<u64>,
+    pos: HashMap<u64, usize>,
+}
+
+impl Surface {
+    pub fn nodes(&self) -> &[u64] {
+        &self.nodes
+    }
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+    pub fn contains(&self, seq: u64) -> bool {
+        self.pos.contains_key(&seq)
+    }
+    pub fn position(&self, seq: u64) -> Option<usize> {
+        self.pos.get(&seq).copied()
+    }
+
+    fn at(&self, seq: u64, what: &str) -> Result<usize> {
+        self.position(seq).ok_or_else(|| {
+            Error::invalid(format!(
+                "surfaceOp {what} names seq {seq}, which is not on the surface"
+            ))
+        })
+    }
+
+    fn range(&self, start: u64, end: u64, what: &str) -> Result<(usize, usize)> {
+        let (s, e) = (self.at(start, what)?, self.at(end, what)?);
+        if s > e {
+            return Err(Error::invalid(format!(
+                "surfaceOp {what}: start {start} comes after end {end} on the surface"
+            )));
+        }
+        Ok((s, e))
+    }
+
+    /// Positions of `keep` inside `lo..=hi`, strictly increasing (kept nodes stay in surface order).
+    fn kept_positions(&self, keep: &[u64], lo: usize, hi: usize, what: &str) -> Result<Vec<usize>> {
+        let mut out = Vec::with_capacity(keep.len());
+        for &k in keep {
+            let p = self.at(k, what)?;
+            if p < lo || p > hi {
+                return Err(Error::invalid(format!(
+                    "surfaceOp {what}: kept seq {k} is outside the region"
+                )));
+            }
+            if out.last().is_some_and(|&last| p <= last) {
+                return Err(Error::invalid(format!(
+                    "surfaceOp {what}: \"keep\" must list surface nodes once each, in surface order"
+                )));
+            }
+            out.push(p);
+        }
+        Ok(out)
+    }
+
+    fn require_sources(removed: &[u64], sources: &[u64], what: &str) -> Result<()> {
+        // sources are short for replace and sorted for folds we write; a set keeps odd logs linear
+        let set: std::collections::HashSet<u64> = sources.iter().copied().collect();
+        if let Some(missing) = removed.iter().find(|s| !set.contains(s)) {
+            return Err(Error::invalid(format!(
+                "surfaceOp {what} removes seq {missing} but does not list it in sourceEventSeqs"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Check `op` against the current surface and apply it for the event `seq`.
+    pub fn apply(&mut self, seq: u64, op: &SurfaceOp, sources: &[u64]) -> Result<()> {
+        match op {
+            SurfaceOp::Append => {
+                self.pos.insert(seq, self.nodes.len());
+                self.nodes.push(seq);
+                return Ok(());
+            }
+            SurfaceOp::Replace { start, end } => {
+                let (s, e) = self.range(*start, *end, "replace")?;
+                Self::require_sources(&self.nodes[s..=e], sources, "replace")?;
+                self.nodes.splice(s..=e, [seq]);
+            }
+            SurfaceOp::Insert { after } => {
+                let p = self.at(*after, "insert")?;
+                self.nodes.insert(p + 1, seq);
+            }
+            SurfaceOp::Fold { start, end, keep } => {
+                let (s, e) = self.range(*start, *end, "fold")?;
+                let kept = self.kept_positions(keep, s, e, "fold")?;
+                let removed: Vec<u64> = (s..=e)
+                    .filter(|p| kept.binary_search(p).is_err())
+                    .map(|p| self.nodes[p])
+                    .collect();
+                Self::require_sources(&removed, sources, "fold")?;
+                let mut middle: Vec<u64> = keep.clone();
+                middle.push(seq);
+                self.nodes.splice(s..=e, middle);
+            }
+            SurfaceOp::Reset { keep } => {
+                let kept =
+                    self.kept_positions(keep, 0, self.nodes.len().saturating_sub(1), "reset")?;
+                let mut nodes: Vec<u64> = kept.iter().map(|&p| self.nodes[p]).collect();
+                nodes.push(seq);
+                self.nodes = nodes;
+            }
+        }
+        self.reindex();
+        Ok(())
+    }
+
+    fn reindex(&mut self) {
+        self.pos.clear();
+        self.pos
+            .extend(self.nodes.iter().enumerate().map(|(i, &s)| (s, i)));
+    }
+}

@@ -1,0 +1,544 @@
+//! `foldlog._core.Log` and `FileWriter`: the event log and the JSONL file writer.
+use std::path::PathBuf;
+use std::sync::{Mutex, RwLock};
+
+use foldlog_core::event::{Event, Header, SurfaceOp};
+use foldlog_core::log::EventLog;
+use foldlog_core::store::{Durability, FileWriter as CoreWriter};
+use foldlog_core::{reader, repair, wire, writer};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+use serde_json::Value;
+
+use crate::convert::{to_py, value_of};
+use crate::errors::{detached, to_py as err_to_py};
+
+/// The session event log. Frozen with interior locking: one writer, many reader threads;
+/// a reader never sees a half-appended event.
+#[pyclass(frozen, module = "foldlog._core")]
+pub struct Log {
+    inner: RwLock<EventLog>,
+}
+
+fn poisoned<T>(_: T) -> PyErr {
+    pyo3::exceptions::PyRuntimeError::new_err("foldlog log lock poisoned by a panic")
+}
+
+fn list_of<'py>(
+    py: Python<'py>,
+    values: impl IntoIterator<Item = Value>,
+) -> PyResult<Bound<'py, PyList>> {
+    let l = PyList::empty(py);
+    for v in values {
+        l.append(to_py(py, &v)?)?;
+    }
+    Ok(l)
+}
+
+// Locks are only ever taken with the GIL released: a thread blocked on the lock while holding
+// the GIL would deadlock with a lock holder that needs the GIL back.
+impl Log {
+    fn with_read<R: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl Send + FnOnce(&EventLog) -> R,
+    ) -> PyResult<R> {
+        py.detach(|| self.inner.read().map(|g| f(&g)).map_err(|_| ()))
+            .map_err(poisoned)
+    }
+    fn with_write<R: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl Send + FnOnce(&mut EventLog) -> R,
+    ) -> PyResult<R> {
+        py.detach(|| self.inner.write().map(|mut g| f(&mut g)).map_err(|_| ()))
+            .map_err(poisoned)
+    }
+}
+
+fn load_result(py: Python<'_>, loaded: reader::Loaded) -> PyResult<(Log, Py<PyAny>)> {
+    let info = PyDict::new(py);
+    info.set_item("valid_len", loaded.valid_len)?;
+    info.set_item("missing_newline", loaded.missing_newline)?;
+    match &loaded.torn {
+        Some(t) => {
+            let torn = PyDict::new(py);
+            torn.set_item("line", t.line)?;
+            torn.set_item("offset", t.offset)?;
+            torn.set_item("bytes", t.bytes)?;
+            info.set_item("torn", torn)?;
+        }
+        None => info.set_item("torn", py.None())?,
+    }
+    Ok((
+        Log {
+            inner: RwLock::new(loaded.log),
+        },
+        info.into_any().unbind(),
+    ))
+}
+
+#[pymethods]
+impl Log {
+    #[new]
+    #[pyo3(signature = (header_id=None, created_at=0, meta=None))]
+    fn new(
+        py: Python<'_>,
+        header_id: Option<&str>,
+        created_at: i64,
+        meta: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let meta = match meta {
+            Some(m) => value_of(m, "meta")?,
+            None => Value::Null,
+        };
+        let _ = py;
+        let header = header_id.map(|id| Header::new(id, created_at, &meta));
+        Ok(Log {
+            inner: RwLock::new(EventLog::new(header)),
+        })
+    }
+
+    /// Parse a whole log from bytes (GIL released). Returns `(log, info)`; `info` tells
+    /// `valid_len`, `missing_newline` and `torn` (`None` or `{line, offset, bytes}`).
+    #[staticmethod]
+    #[pyo3(signature = (data, path=None))]
+    fn parse(
+        py: Python<'_>,
+        data: &Bound<'_, PyBytes>,
+        path: Option<&str>,
+    ) -> PyResult<(Log, Py<PyAny>)> {
+        let bytes = data.as_bytes();
+        let loaded = detached(py, path, || reader::read(bytes))?;
+        load_result(py, loaded)
+    }
+
+    /// Read and parse a file (GIL released).
+    #[staticmethod]
+    fn read_file(py: Python<'_>, path: PathBuf) -> PyResult<(Log, Py<PyAny>)> {
+        let shown = path.display().to_string();
+        let loaded = detached(py, Some(&shown), || {
+            let bytes = std::fs::read(&path).map_err(|e| {
+                foldlog_core::Error::storage(format!("cannot read {}: {e}", path.display()))
+            })?;
+            reader::read(&bytes)
+        })?;
+        load_result(py, loaded)
+    }
+
+    #[getter]
+    fn header(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        let line = self.with_read(py, |log| log.header().map(|h| h.line.clone()))?;
+        match line {
+            None => Ok(None),
+            Some(line) => {
+                let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+                Ok(Some(to_py(py, &v)?.unbind()))
+            }
+        }
+    }
+
+    /// Set the header of a header-less log (a version-0 file being continued or saved).
+    #[pyo3(signature = (header_id, created_at, meta=None))]
+    fn set_header(
+        &self,
+        py: Python<'_>,
+        header_id: &str,
+        created_at: i64,
+        meta: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let meta = match meta {
+            Some(m) => value_of(m, "meta")?,
+            None => Value::Null,
+        };
+        let header = Header::new(header_id, created_at, &meta);
+        self.with_write(py, |log| log.set_header(header))
+    }
+
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        self.with_read(py, |log| log.len())
+    }
+
+    #[getter]
+    fn rewrite_version(&self, py: Python<'_>) -> PyResult<u64> {
+        self.with_read(py, |log| log.rewrite_version())
+    }
+
+    /// Append an event; `data` must be JSON-safe. Returns its seq. Nothing is recorded on error.
+    #[pyo3(signature = (kind, data, time, surface_op=None, sources=None))]
+    fn append(
+        &self,
+        py: Python<'_>,
+        kind: &str,
+        data: &Bound<'_, PyAny>,
+        time: i64,
+        surface_op: Option<&Bound<'_, PyAny>>,
+        sources: Option<Vec<u64>>,
+    ) -> PyResult<u64> {
+        let data = value_of(data, "data")?;
+        let op = match surface_op {
+            None => None,
+            Some(o) if o.is_none() => None,
+            Some(o) => Some(
+                SurfaceOp::from_value(&value_of(o, "surfaceOp")?)
+                    .map_err(|e| err_to_py(py, e, None))?,
+            ),
+        };
+        self.with_write(py, |log| log.append(kind, &data, time, op, sources))?
+            .map_err(|e| err_to_py(py, e, None))
+    }
+
+    /// Record an OpenAI-chat-shaped message as its surface event (appended, or with the given
+    /// surface op). Returns its seq.
+    #[pyo3(signature = (message, time, surface_op=None))]
+    fn add_message(
+        &self,
+        py: Python<'_>,
+        message: &Bound<'_, PyAny>,
+        time: i64,
+        surface_op: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<u64> {
+        let m = value_of(message, "message")?;
+        let op = match surface_op {
+            None => SurfaceOp::Append,
+            Some(o) if o.is_none() => SurfaceOp::Append,
+            Some(o) => SurfaceOp::from_value(&value_of(o, "surfaceOp")?)
+                .map_err(|e| err_to_py(py, e, None))?,
+        };
+        self.with_write(py, |log| log.add_message_with(&m, time, op))?
+            .map_err(|e| err_to_py(py, e, None))
+    }
+
+    /// Derived messages from index `start`, with the generation they belong to:
+    /// `(rewrite_version, total, messages[start:])`.
+    fn derived_since<'py>(
+        &self,
+        py: Python<'py>,
+        start: usize,
+    ) -> PyResult<(u64, usize, Bound<'py, PyList>)> {
+        let (gen, msgs) =
+            self.with_write(py, |log| (log.rewrite_version(), log.derive().to_vec()))?;
+        let start = start.min(msgs.len());
+        let out = PyList::empty(py);
+        for m in &msgs[start..] {
+            out.append(to_py(py, m)?)?;
+        }
+        Ok((gen, msgs.len(), out))
+    }
+
+    /// Seq of the event behind each derived message.
+    fn derived_seqs(&self, py: Python<'_>) -> PyResult<Vec<u64>> {
+        self.with_write(py, |log| log.derived_seqs().to_vec())
+    }
+
+    /// The surface node seqs (including nodes that project to nothing).
+    fn surface_nodes(&self, py: Python<'_>) -> PyResult<Vec<u64>> {
+        self.with_read(py, |log| log.surface().nodes().to_vec())
+    }
+
+    /// What a request would carry: the derived messages after the strict send normalizer.
+    fn wire_messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let sent = self.with_write(py, |log| wire::normalize_for_send(log.derive()))?;
+        list_of(py, sent.iter().map(|m| (**m).clone()))
+    }
+
+    /// The wire messages as JSON bytes (a JSON array), built without Python objects.
+    fn wire_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = self.with_write(py, |log| {
+            let sent = wire::normalize_for_send(log.derive());
+            serde_json::to_vec(&sent).unwrap_or_default()
+        })?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    fn has_content(&self, py: Python<'_>) -> PyResult<bool> {
+        self.with_read(py, |log| log.has_content())
+    }
+
+    /// One event as a dict.
+    fn event<'py>(&self, py: Python<'py>, seq: i64) -> PyResult<Bound<'py, PyAny>> {
+        let (n, found) = self.with_read(py, |log| {
+            let n = log.len() as i64;
+            let i = if seq < 0 { seq + n } else { seq };
+            (
+                n,
+                (i >= 0)
+                    .then(|| log.event(i as u64))
+                    .flatten()
+                    .map(Event::to_value),
+            )
+        })?;
+        match found {
+            Some(v) => to_py(py, &v),
+            None => Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                "no event #{seq} (log has {n})"
+            ))),
+        }
+    }
+
+    /// Events `start..end` as dicts.
+    fn events<'py>(
+        &self,
+        py: Python<'py>,
+        start: usize,
+        end: usize,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let values = self.with_read(py, |log| {
+            let end = end.min(log.len());
+            let start = start.min(end);
+            log.events()[start..end]
+                .iter()
+                .map(Event::to_value)
+                .collect::<Vec<_>>()
+        })?;
+        list_of(py, values)
+    }
+
+    /// Event types in seq order (cheap: no data parsing).
+    fn kinds(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        self.with_read(py, |log| {
+            log.events().iter().map(|e| e.kind().to_string()).collect()
+        })
+    }
+
+    /// `(turn, step)` of the open turn, or `None`.
+    fn open_turn(&self, py: Python<'_>) -> PyResult<Option<(u64, Option<u64>)>> {
+        self.with_read(py, |log| log.open_turn().map(|t| (t.turn, t.step)))
+    }
+
+    fn last_turn(&self, py: Python<'_>) -> PyResult<u64> {
+        self.with_read(py, |log| log.last_turn())
+    }
+
+    /// Seq of a `compaction/start` without its `compaction/end`.
+    fn open_compaction(&self, py: Python<'_>) -> PyResult<Option<u64>> {
+        self.with_read(py, |log| log.open_compaction())
+    }
+
+    /// How many repair events the load normalizer would add (0 for a well-formed log).
+    fn repair_needed(&self, py: Python<'_>) -> PyResult<usize> {
+        self.with_write(py, |log| repair::plan(log).len())
+    }
+
+    /// Apply the load normalizer: append its repair events. Returns a report dict.
+    fn repair<'py>(&self, py: Python<'py>, time: i64) -> PyResult<Bound<'py, PyDict>> {
+        let report = self
+            .with_write(py, |log| repair::normalize_on_load(log, time))?
+            .map_err(|e| err_to_py(py, e, None))?;
+        let d = PyDict::new(py);
+        d.set_item("names_filled", report.names_filled)?;
+        d.set_item("arguments_closed", report.arguments_closed)?;
+        d.set_item("results_added", report.results_added)?;
+        d.set_item("turn_closed", report.turn_closed)?;
+        d.set_item("events_added", report.events_added)?;
+        Ok(d)
+    }
+
+    /// The pending batch: `(bytes, first_seq, count)`.
+    fn pending<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyBytes>, usize, usize)> {
+        let (bytes, first, count) = self.with_read(py, |log| {
+            (log.pending_bytes(), log.flushed(), log.pending().len())
+        })?;
+        Ok((PyBytes::new(py, &bytes), first, count))
+    }
+
+    fn mark_flushed(&self, py: Python<'_>, upto: usize) -> PyResult<()> {
+        self.with_write(py, |log| log.mark_flushed(upto))
+    }
+
+    /// Flush the pending batch to a file writer (GIL released); on error nothing is marked.
+    fn flush_to(&self, py: Python<'_>, writer: &FileWriter) -> PyResult<usize> {
+        let result = py.detach(|| -> foldlog_core::Result<usize> {
+            let mut log = self
+                .inner
+                .write()
+                .map_err(|_| foldlog_core::Error::storage("log lock poisoned"))?;
+            let mut w = writer
+                .inner
+                .lock()
+                .map_err(|_| foldlog_core::Error::storage("writer lock poisoned"))?;
+            let w = w
+                .as_mut()
+                .ok_or_else(|| foldlog_core::Error::storage("the session file is closed"))?;
+            let count = log.pending().len();
+            if count > 0 {
+                w.append(&log.pending_bytes())?;
+                let upto = log.len();
+                log.mark_flushed(upto);
+            }
+            Ok(count)
+        });
+        result.map_err(|e| err_to_py(py, e, None))
+    }
+
+    /// The whole log as file bytes (header first when there is one).
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = self.with_read(py, |log| writer::file_bytes(log.header(), log.events()))?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Counts for `foldlog log inspect`.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let v = self.with_write(py, stats_of)?;
+        to_py(py, &v)
+    }
+}
+
+fn stats_of(log: &mut EventLog) -> Value {
+    let mut by_type = serde_json::Map::new();
+    let (mut turns, mut steps, mut tool_calls, mut compactions) = (0u64, 0u64, 0u64, 0u64);
+    for e in log.events() {
+        let k = e.kind();
+        let c = by_type.get(k).and_then(Value::as_u64).unwrap_or(0);
+        by_type.insert(k.to_string(), Value::from(c + 1));
+        match k {
+            "turn/start" => turns += 1,
+            "step/start" => steps += 1,
+            "tool/call" => tool_calls += 1,
+            "compaction/summary" => compactions += 1,
+            _ => {}
+        }
+    }
+    if tool_calls == 0 {
+        // logs recorded as plain messages have no tool/call events: count the calls they hold
+        tool_calls = log
+            .events()
+            .iter()
+            .filter(|e| e.kind() == "assistant/message" && e.surface_op == Some(SurfaceOp::Append))
+            .map(|e| foldlog_core::project::calls_of(&e.data()["message"], e.seq).len() as u64)
+            .sum();
+    }
+    let msgs = log.derive().to_vec();
+    let mut roles = serde_json::Map::new();
+    for m in &msgs {
+        let r = m.get("role").and_then(Value::as_str).unwrap_or("?");
+        let c = roles.get(r).and_then(Value::as_u64).unwrap_or(0);
+        roles.insert(r.to_string(), Value::from(c + 1));
+    }
+    serde_json::json!({
+        "events": log.len(),
+        "types": by_type,
+        "turns": turns,
+        "steps": steps,
+        "tool_calls": tool_calls,
+        "messages": roles,
+        "surface_messages": msgs.len(),
+        "compactions": compactions,
+        "rewrite_version": log.rewrite_version(),
+        "open_turn": log.open_turn().is_some(),
+        "open_compaction": log.open_compaction(),
+        "needs_repair": !repair::plan(log).is_empty(),
+    })
+}
+
+/// The JSONL file writer: holds the session's lock until closed.
+#[pyclass(frozen, module = "foldlog._core")]
+pub struct FileWriter {
+    inner: Mutex<Option<CoreWriter>>,
+}
+
+#[pymethods]
+impl FileWriter {
+    /// Take the lock and open (or create with `header_line`) the file. Returns `(writer, bytes)`.
+    #[staticmethod]
+    #[pyo3(signature = (path, header_line, durable=true))]
+    fn open<'py>(
+        py: Python<'py>,
+        path: PathBuf,
+        header_line: &str,
+        durable: bool,
+    ) -> PyResult<(FileWriter, Bound<'py, PyBytes>)> {
+        let shown = path.display().to_string();
+        let durability = if durable {
+            Durability::Batch
+        } else {
+            Durability::None
+        };
+        let (w, bytes) = detached(py, Some(&shown), || {
+            CoreWriter::open(&path, header_line, durability)
+        })?;
+        Ok((
+            FileWriter {
+                inner: Mutex::new(Some(w)),
+            },
+            PyBytes::new(py, &bytes),
+        ))
+    }
+
+    /// Cut a torn tail found on open.
+    fn cut_to(&self, py: Python<'_>, len: u64, add_newline: bool) -> PyResult<()> {
+        detached(py, None, || {
+            let mut g = self
+                .inner
+                .lock()
+                .map_err(|_| foldlog_core::Error::storage("writer lock poisoned"))?;
+            let w = g
+                .as_mut()
+                .ok_or_else(|| foldlog_core::Error::storage("the session file is closed"))?;
+            w.cut_to(len, add_newline)
+        })
+    }
+
+    /// Append bytes as one durable batch.
+    fn append(&self, py: Python<'_>, data: &Bound<'_, PyBytes>) -> PyResult<()> {
+        let bytes = data.as_bytes();
+        detached(py, None, || {
+            let mut g = self
+                .inner
+                .lock()
+                .map_err(|_| foldlog_core::Error::storage("writer lock poisoned"))?;
+            let w = g
+                .as_mut()
+                .ok_or_else(|| foldlog_core::Error::storage("the session file is closed"))?;
+            w.append(bytes)
+        })
+    }
+
+    /// Release the lock and close the file.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| {
+            self.inner
+                .lock()
+                .map(|mut g| drop(g.take()))
+                .map_err(|_| ())
+        })
+        .map_err(poisoned)
+    }
+
+    #[getter]
+    fn closed(&self, py: Python<'_>) -> PyResult<bool> {
+        py.detach(|| self.inner.lock().map(|g| g.is_none()).map_err(|_| ()))
+            .map_err(poisoned)
+    }
+}
+
+/// Write a whole new file atomically (temp file, fsync, rename).
+#[pyfunction]
+pub fn write_file(py: Python<'_>, path: PathBuf, data: &Bound<'_, PyBytes>) -> PyResult<()> {
+    let shown = path.display().to_string();
+    let bytes = data.as_bytes();
+    detached(py, Some(&shown), || {
+        foldlog_core::store::write_new(&path, bytes)
+    })
+}
+
+/// `pid …@host` of this process, as lock files name it.
+#[pyfunction]
+pub fn holder_name() -> String {
+    foldlog_core::store::holder_name()
+}
+
+/// Close a half-streamed JSON text (`None` when it needs no change).
+#[pyfunction]
+pub fn close_json(text: &str) -> Option<String> {
+    foldlog_core::json_close::close_json(text)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Log>()?;
+    m.add_class::<FileWriter>()?;
+    m.add_function(wrap_pyfunction!(write_file, m)?)?;
+    m.add_function(wrap_pyfunction!(holder_name, m)?)?;
+    m.add_function(wrap_pyfunction!(close_json, m)?)?;
+    Ok(())
+}
