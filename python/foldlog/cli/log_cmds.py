@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from foldlog.cli.common import config_from_args, console, session_path
-from foldlog.cli.main import EXIT_ERROR, EXIT_OK, UsageError
+from foldlog.cli.main import EXIT_OK, UsageError
 from foldlog.cli.render import print_events, print_messages
 
 
@@ -39,9 +39,11 @@ def cmd_show(args: argparse.Namespace) -> int:
 def _report_load(session: Any, path: Path) -> None:
     """Tell the user (on stderr) what loading had to fix in memory."""
     notes = []
-    torn = getattr(session, "load_report", None)
-    if isinstance(torn, Mapping) and torn.get("torn_tail"):
-        notes.append(f"a torn last line was cut off ({torn.get('torn_tail')})")
+    torn = getattr(session, "torn_tail", None)
+    if torn:
+        notes.append(f"a torn last line (line {torn.get('line')}, {torn.get('bytes')} bytes) was cut off")
+    if getattr(session, "unfinished_compaction", None) is not None:
+        notes.append(f"the compaction started at event #{session.unfinished_compaction} never finished")
     if getattr(session, "normalized_dirty", False):
         notes.append(f"the log needs repair (`foldlog log repair {path}` appends the fixes)")
     for note in notes:
@@ -52,7 +54,10 @@ def _report_load(session: Any, path: Path) -> None:
 
 
 def inspect_session(session: Any, path: Path | None = None) -> dict[str, Any]:
-    events: Sequence[Mapping[str, Any]] = session.events
+    """Counts of the log as stored (load-time repair events excluded) and of its surface."""
+    repair = dict(getattr(session, "repair_report", {}) or {})
+    stored = len(session.events) - int(repair.get("events_added", 0))
+    events: Sequence[Mapping[str, Any]] = session.events[:stored]
     types = Counter(str(ev.get("type")) for ev in events)
     surface = session.derive_messages()
     roles = Counter(str(m.get("role")) for m in surface)
@@ -79,6 +84,10 @@ def inspect_session(session: Any, path: Path | None = None) -> dict[str, Any]:
         "needs_repair": bool(getattr(session, "normalized_dirty", False)),
         "usage": dict(usage),
     }
+    if report["needs_repair"]:
+        report["repair"] = {k: v for k, v in repair.items() if v}
+    if getattr(session, "torn_tail", None):
+        report["torn_tail"] = dict(session.torn_tail)
     if path is not None and path.exists():
         report["bytes"] = path.stat().st_size
     return report
@@ -104,31 +113,27 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
+    """Open the log for writing: the session appends its load-repair events (and cuts a torn tail)."""
     from foldlog.session import Session
 
     path = session_path(args.path, config_from_args(args))
-    before = _load(path)
-    count_before = len(before.events)
-    if not before.normalized_dirty:
-        print(f"{path}: nothing to repair ({count_before} events)")
-        return EXIT_OK
     session = Session.open(path)
     try:
-        repair = getattr(session, "repair", None)
-        if callable(repair):
-            repair()
+        added = int(session.repair_report.get("events_added", 0))
+        new_events = list(session.events[len(session.events) - added :]) if added else []
+        torn = session.torn_tail
         session.flush()
-        added = session.events[count_before:]
     finally:
         session.close()
-    if not added:
-        print(
-            f"foldlog: error: {path}: the log needs repair but no repair events were written", file=sys.stderr
-        )
-        return EXIT_ERROR
-    kinds = Counter(str(ev.get("type")) for ev in added)
+    if torn:
+        print(f"{path}: cut a torn last line (line {torn.get('line')}, {torn.get('bytes')} bytes)")
+    if not new_events:
+        if not torn:
+            print(f"{path}: nothing to repair ({len(session.events)} events)")
+        return EXIT_OK
+    kinds = Counter(str(ev.get("type")) for ev in new_events)
     detail = ", ".join(f"{n} {t}" for t, n in kinds.items())
-    print(f"{path}: appended {len(added)} repair event(s): {detail}")
+    print(f"{path}: appended {len(new_events)} repair event(s): {detail}")
     return EXIT_OK
 
 
@@ -181,8 +186,16 @@ def cmd_import(args: argparse.Namespace) -> int:
         if target.exists():
             target.unlink()  # --force: save must not append to the old file
         session.save(target)
+        # read it back: proves the file loads, and says whether the source left calls unanswered
+        check = Session.load(target)
         written.append(
-            {"path": str(target), "id": session.id, "events": len(conv.events), **conv.counts.as_dict()}
+            {
+                "path": str(target),
+                "id": session.id,
+                "events": len(conv.events),
+                **conv.counts.as_dict(),
+                "needs_repair": check.normalized_dirty,
+            }
         )
     if args.json:
         print(json.dumps(written if len(written) > 1 else written[0], indent=2))
@@ -193,6 +206,11 @@ def cmd_import(args: argparse.Namespace) -> int:
                 f"{item['path']}: {item['events']} events, {item['turns']} turns, {roles}, "
                 f"{item['tool_calls']} tool calls, {item['tool_results']} tool results, "
                 f"{item['compactions']} compactions"
+                + (
+                    " (the source ends mid-turn: `foldlog log repair` closes it)"
+                    if item["needs_repair"]
+                    else ""
+                )
             )
     return EXIT_OK
 
