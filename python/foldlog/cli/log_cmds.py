@@ -195,6 +195,7 @@ def cmd_import(args: argparse.Namespace) -> int:
                 "events": len(conv.events),
                 **conv.counts.as_dict(),
                 "needs_repair": check.normalized_dirty,
+                "repair": {k: v for k, v in check.repair_report.items() if v and k != "events_added"},
             }
         )
     if args.json:
@@ -206,13 +207,14 @@ def cmd_import(args: argparse.Namespace) -> int:
                 f"{item['path']}: {item['events']} events, {item['turns']} turns, {roles}, "
                 f"{item['tool_calls']} tool calls, {item['tool_results']} tool results, "
                 f"{item['compactions']} compactions"
-                + (
-                    " (the source ends mid-turn: `foldlog log repair` closes it)"
-                    if item["needs_repair"]
-                    else ""
-                )
+                + (_repair_note(item["repair"]) if item["needs_repair"] else "")
             )
     return EXIT_OK
+
+
+def _repair_note(repair: Mapping[str, Any]) -> str:
+    what = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in repair.items())
+    return f"\n  loading it repairs the source's gaps ({what}); `foldlog log repair` appends the fixes"
 
 
 # --- export --------------------------------------------------------------------------------
