@@ -7,9 +7,7 @@ __version__: str
 
 @final
 class Log:
-    def __new__(
-        cls, header_id: str | None = None, created_at: int = 0, meta: Any | None = None
-    ) -> Log: ...
+    def __new__(cls, header_id: str | None = None, created_at: int = 0, meta: Any | None = None) -> Log: ...
     @staticmethod
     def parse(data: bytes, path: str | None = None) -> tuple[Log, dict[str, Any]]: ...
     @staticmethod

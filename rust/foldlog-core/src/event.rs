@@ -161,8 +161,8 @@ struct Envelope<'a> {
     time: Option<i64>,
     #[serde(borrow)]
     data: Option<&'a RawValue>,
-    #[serde(rename = "surfaceOp")]
-    surface_op: Option<Value>,
+    #[serde(rename = "surfaceOp", borrow)]
+    surface_op: Option<&'a RawValue>,
     #[serde(rename = "sourceEventSeqs")]
     sources: Option<Vec<u64>>,
     #[serde(default)]
@@ -208,9 +208,15 @@ impl Event {
             .ok_or_else(|| Error::invalid(format!("{kind} event #{seq} without \"data\"")))?;
         let start = data.get().as_ptr() as usize - line.as_ptr() as usize;
         let end = start + data.get().len();
-        let surface_op = match env.surface_op {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(SurfaceOp::from_value(&v)?),
+        let surface_op = match env.surface_op.map(RawValue::get) {
+            None | Some("null") => None,
+            // nearly every surface event appends: skip building a Value for it
+            Some("\"append\"") => Some(SurfaceOp::Append),
+            Some(raw) => {
+                let v: Value = serde_json::from_str(raw)
+                    .map_err(|e| Error::invalid(format!("bad surfaceOp: {e}")))?;
+                Some(SurfaceOp::from_value(&v)?)
+            }
         };
         Ok(Event {
             line: line.into(),
@@ -278,6 +284,19 @@ impl Event {
     pub fn data(&self) -> Value {
         serde_json::from_str(self.data_json()).unwrap_or(Value::Null)
     }
+    /// `data.turn` and `data.step` without decoding the rest of `data`.
+    pub fn turn_step(&self) -> (Option<u64>, Option<u64>) {
+        #[derive(Deserialize)]
+        struct TurnStep {
+            turn: Option<u64>,
+            step: Option<u64>,
+        }
+        match serde_json::from_str::<TurnStep>(self.data_json()) {
+            Ok(t) => (t.turn, t.step),
+            Err(_) => (None, None),
+        }
+    }
+
     pub fn is_surface(&self) -> bool {
         is_surface_type(&self.kind)
     }

@@ -39,10 +39,6 @@ pub struct EventLog {
     open_compaction: Option<u64>,
 }
 
-fn turn_of(data: &Value) -> u64 {
-    data.get("turn").and_then(Value::as_u64).unwrap_or(0)
-}
-
 impl EventLog {
     pub fn new(header: Option<Header>) -> EventLog {
         EventLog {
@@ -151,19 +147,19 @@ impl EventLog {
     fn track(&mut self, ev: &Event) {
         match ev.kind() {
             "turn/start" => {
-                let turn = turn_of(&ev.data());
+                let turn = ev.turn_step().0.unwrap_or(0);
                 self.last_turn = self.last_turn.max(turn);
                 self.open_turn = Some(OpenTurn { turn, step: None });
             }
             "turn/end" => self.open_turn = None,
             "step/start" => {
-                let d = ev.data();
-                let step = d.get("step").and_then(Value::as_u64).unwrap_or(0);
+                let (turn, step) = ev.turn_step();
+                let step = step.unwrap_or(0);
                 match &mut self.open_turn {
                     Some(t) => t.step = Some(step),
                     None => {
                         self.open_turn = Some(OpenTurn {
-                            turn: turn_of(&d),
+                            turn: turn.unwrap_or(0),
                             step: Some(step),
                         })
                     }

@@ -1,0 +1,425 @@
+"""`Session`: the thread-safe façade over one event log.
+
+The log (in the Rust core) is the single source of truth; the messages a model sees are
+derived from it. One writer, many reader threads: readers never see a half-appended event.
+A file-backed session (`Session.open`) holds the store's single-writer lock and writes each
+pending batch, fsynced, on `flush()` (the agent flushes before every model request and after
+every tool batch) and on `close()`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, Protocol, overload
+
+from foldlog import _core
+from foldlog._frozen import FrozenDict, freeze
+from foldlog.errors import InvalidEventError, StorageError
+
+log = logging.getLogger("foldlog.session")
+
+Durability = Literal["batch", "event", "none"]
+Subscriber = Callable[[Mapping[str, Any]], object]
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def new_session_id() -> str:
+    """Sortable by creation time, unique without coordination: ``20261129-130442-1a2b3c``."""
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def header_line(session_id: str, meta: Mapping[str, Any] | None = None, parent: str | None = None) -> bytes:
+    header = {
+        "type": "session",
+        "version": 1,
+        "id": session_id,
+        "createdAt": now_ms(),
+        "parent": parent,
+        "meta": dict(meta or {}),
+    }
+    return json.dumps(header, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
+class StoreWriter(Protocol):
+    """What `Session.open` needs of a store's writer (see `foldlog.stores`)."""
+
+    def read_log(self) -> bytes: ...
+    def append(self, lines: bytes, first_seq: int, count: int) -> None: ...
+    def close(self) -> None: ...
+
+
+class EventsView(Sequence[Mapping[str, Any]]):
+    """The log's events as read-only mappings (``type``, ``seq``, ``time``, ``data``, …)."""
+
+    def __init__(self, core: _core.Log) -> None:
+        self._core = core
+
+    def __len__(self) -> int:
+        return len(self._core)
+
+    @overload
+    def __getitem__(self, index: int) -> Mapping[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Mapping[str, Any]]: ...
+    def __getitem__(self, index: int | slice) -> Mapping[str, Any] | Sequence[Mapping[str, Any]]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self._core))
+            if step == 1:
+                return tuple(freeze(e) for e in self._core.events(start, max(start, stop)))
+            return tuple(self[i] for i in range(start, stop, step))
+        return freeze(self._core.event(index))  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator[Mapping[str, Any]]:
+        n = len(self._core)
+        for start in range(0, n, 4096):
+            yield from (freeze(e) for e in self._core.events(start, min(n, start + 4096)))
+
+    def types(self) -> list[str]:
+        """Event types in seq order (no data decoded)."""
+        return self._core.kinds()
+
+
+class Session:
+    """An append-only, typed event log and the chat history derived from it."""
+
+    def __init__(
+        self,
+        system: str | None = None,
+        *,
+        id: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.id = id or new_session_id()
+        self._core = _core.Log(self.id, now_ms(), dict(meta or {}))
+        self._init_state()
+        if system is not None:
+            self.add({"role": "system", "content": system})
+
+    def _init_state(self) -> None:
+        self.path: Path | None = None
+        self._writer: StoreWriter | None = None
+        self._durability: Durability = "batch"
+        self._lock = threading.RLock()
+        self._subscribers: list[Subscriber] = []
+        self._derived: list[FrozenDict] = []
+        self._derived_gen = -1
+        self.normalized_dirty = False
+        self.repair_report: dict[str, Any] = {}
+        self.torn_tail: dict[str, int] | None = None
+        self.unfinished_compaction: int | None = None
+
+    # --- construction from storage -------------------------------------------------------
+
+    @classmethod
+    def _from_core(cls, core: _core.Log, info: Mapping[str, Any], source: str) -> Session:
+        self = cls.__new__(cls)
+        self._core = core
+        self._init_state()
+        header = core.header
+        self.id = str(header.get("id")) if header and header.get("id") else Path(source).stem
+        self.torn_tail = info.get("torn")
+        if self.torn_tail:
+            log.warning(
+                "%s: torn last line %d cut off (%d bytes); the events before it are intact",
+                source,
+                self.torn_tail["line"],
+                self.torn_tail["bytes"],
+            )
+        self.unfinished_compaction = core.open_compaction()
+        if self.unfinished_compaction is not None:
+            log.warning(
+                "%s: compaction started at event #%d never finished (crash mid-compaction); "
+                "the surface is as it was before it",
+                source,
+                self.unfinished_compaction,
+            )
+        return self
+
+    def _normalize(self) -> None:
+        report = self._core.repair(now_ms())
+        self.repair_report = report
+        self.normalized_dirty = report["events_added"] > 0
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Session:
+        """Read a log file and apply the load normalizer, in memory: the file is not changed.
+
+        A torn last line is cut (see ``torn_tail``); damage followed by valid events raises
+        `CorruptLogError` naming the line; a log from a newer foldlog raises
+        `UnsupportedFormatError`.
+        """
+        core, info = _core.Log.read_file(Path(path))
+        self = cls._from_core(core, info, str(path))
+        self._normalize()
+        return self
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, source: str = "<bytes>") -> Session:
+        """Like `load`, from bytes (e.g. a log streamed out of a database)."""
+        core, info = _core.Log.parse(data, source)
+        self = cls._from_core(core, info, source)
+        self._normalize()
+        return self
+
+    @classmethod
+    def open(
+        cls,
+        target: str | os.PathLike[str] | Any,
+        session_id: str | None = None,
+        *,
+        system: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+        durability: Durability = "batch",
+    ) -> Session:
+        """Open a session for writing: creates it or continues it, holding its single-writer lock.
+
+        ``target`` is a ``.jsonl`` file path, a folder (with ``session_id``), or a store object
+        with ``open_writer(session_id, header_line)`` (`foldlog.stores`). A second writer fails at
+        once with `SessionLockedError` naming the holder. An open turn left by a crash is closed
+        by appending repair events (history is never rewritten in place).
+        """
+        from foldlog.stores.file import FileStore, FileStoreWriter
+
+        if durability not in ("batch", "event", "none"):
+            raise ValueError(f"durability must be 'batch', 'event' or 'none', not {durability!r}")
+        path: Path | None = None
+        if hasattr(target, "open_writer"):
+            store = target
+        else:
+            p = Path(target)
+            if p.suffix == ".jsonl" and session_id is None:
+                path = p
+                store = None
+            else:
+                store = FileStore(p)
+        sid = session_id or (path.stem if path else new_session_id())
+        head = header_line(sid, meta)
+        writer: Any
+        if store is None:
+            assert path is not None
+            writer = FileStoreWriter(path, head, durable=durability != "none")
+        else:
+            writer = store.open_writer(sid, head)
+            if isinstance(store, FileStore):
+                path = store.path_for(sid)
+        try:
+            data = writer.read_log()
+            core, info = _core.Log.parse(data, str(path or sid))
+            if info["torn"] is not None or info["missing_newline"]:
+                cut = getattr(writer, "cut_tail", None)
+                if cut is None:
+                    raise StorageError(f"session {sid}: stored log has a torn tail the store cannot cut")
+                cut(info["valid_len"], info["missing_newline"])
+            self = cls._from_core(core, info, str(path or sid))
+            self.id = sid if core.header is None else self.id
+            core.mark_flushed(len(core))
+            self.path = path
+            self._writer = writer
+            self._durability = durability
+            self._normalize()
+            if system is not None and len(core) == 0:
+                self.add({"role": "system", "content": system})
+            self.flush()
+        except BaseException:
+            writer.close()
+            raise
+        return self
+
+    # --- writing ---------------------------------------------------------------------------
+
+    def _committed(self, seq: int) -> int:
+        if self._durability == "event" and self._writer is not None:
+            self.flush()
+        if self._subscribers:
+            event = self.events[seq]
+            for fn in list(self._subscribers):
+                try:
+                    fn(event)
+                except Exception:
+                    log.exception("session subscriber %r failed on event #%d", fn, seq)
+        return seq
+
+    def add(self, message: Mapping[str, Any]) -> int:
+        """Record an OpenAI-chat-shaped message (``role`` system/user/assistant/tool) as given.
+
+        Malformed tool calls are recorded as they are (the normalizers deal with them); data that
+        is not JSON-safe (NaN, non-string keys, objects) is refused before anything is written.
+        Returns the event's seq.
+        """
+        if not isinstance(message, Mapping):
+            raise InvalidEventError(
+                f"a message must be a mapping with a 'role', not {type(message).__name__}"
+            )
+        with self._lock:
+            seq = self._core.add_message(message, now_ms())
+        return self._committed(seq)
+
+    def append_event(
+        self,
+        type: str,
+        data: Mapping[str, Any],
+        *,
+        surface_op: str | Mapping[str, Any] | None = None,
+        source_event_seqs: Sequence[int] | None = None,
+    ) -> int:
+        """Append any event (see docs/log-format.md). Returns its seq; nothing is written on error."""
+        with self._lock:
+            seq = self._core.append(
+                type,
+                data,
+                now_ms(),
+                surface_op,
+                list(source_event_seqs) if source_event_seqs is not None else None,
+            )
+        return self._committed(seq)
+
+    def replace(self, messages: Iterable[Mapping[str, Any]]) -> None:
+        """Make the surface exactly ``messages`` (recorded as a reset followed by appends).
+
+        Readers holding a snapshot keep it; `rewrite_version` moves.
+        """
+        msgs = list(messages)
+        if not msgs:
+            raise InvalidEventError("replace() needs at least one message (the surface cannot be empty)")
+        seqs = []
+        with self._lock:
+            seqs.append(self._core.add_message(msgs[0], now_ms(), {"op": "reset", "keep": []}))
+            for m in msgs[1:]:
+                seqs.append(self._core.add_message(m, now_ms()))
+        for s in seqs:
+            self._committed(s)
+
+    def flush(self) -> None:
+        """Write the pending batch to the store and make it durable (no-op in memory)."""
+        writer = self._writer
+        if writer is None:
+            return
+        with self._lock:
+            append_from = getattr(writer, "append_from", None)
+            if append_from is not None:
+                append_from(self._core)
+                return
+            data, first, count = self._core.pending()
+            if count:
+                writer.append(data, first, count)
+                self._core.mark_flushed(first + count)
+
+    def close(self) -> None:
+        """Flush and release the writer's lock. Safe to call twice."""
+        writer = self._writer
+        if writer is None:
+            return
+        try:
+            self.flush()
+        finally:
+            writer.close()
+            self._writer = None
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the whole log to a new file (atomically: temp file, fsync, rename)."""
+        _core.write_file(Path(path), self._core.to_bytes())
+
+    def subscribe(self, fn: Subscriber) -> Callable[[], None]:
+        """Call ``fn(event)`` after each event is recorded. Returns a function that unsubscribes.
+
+        An exception in a subscriber is logged and never breaks the writer.
+        """
+        self._subscribers.append(fn)
+
+        def unsubscribe() -> None:
+            if fn in self._subscribers:
+                self._subscribers.remove(fn)
+
+        return unsubscribe
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def derive_messages(self) -> tuple[Mapping[str, Any], ...]:
+        """The model-visible history (OpenAI chat shape), immutable. Incremental: after appends
+        only new surface nodes are projected; after a fold/replace the cache is rebuilt."""
+        with self._lock:
+            start = len(self._derived)
+            gen, total, new = self._core.derived_since(start)
+            if gen != self._derived_gen or total < start:
+                if start:
+                    gen, total, new = self._core.derived_since(0)
+                self._derived = [freeze(m) for m in new]
+                self._derived_gen = gen
+            else:
+                self._derived.extend(freeze(m) for m in new)
+            return tuple(self._derived)
+
+    def snapshot(self) -> tuple[Mapping[str, Any], ...]:
+        """An immutable copy of the derived history, safe to keep while the loop writes."""
+        return self.derive_messages()
+
+    def wire_messages(self) -> list[dict[str, Any]]:
+        """What a request would carry now: the derived messages after the strict send normalizer
+        (results paired to calls, named, orphans dropped, missing results filled). Fresh dicts."""
+        return self._core.wire_messages()
+
+    def wire_json(self) -> bytes:
+        """`wire_messages()` as JSON bytes, built in the core without Python objects."""
+        return self._core.wire_json()
+
+    def surface_seqs(self) -> list[int]:
+        """The seq of the event behind each derived message."""
+        return self._core.derived_seqs()
+
+    def has_content(self) -> bool:
+        """Anything on the surface beyond the system prompt."""
+        return self._core.has_content()
+
+    @property
+    def rewrite_version(self) -> int:
+        """Bumped by every surface rewrite (fold, replace, reset)."""
+        return self._core.rewrite_version
+
+    @property
+    def events(self) -> EventsView:
+        return EventsView(self._core)
+
+    @property
+    def header(self) -> Mapping[str, Any] | None:
+        h = self._core.header
+        return freeze(h) if h is not None else None
+
+    @property
+    def open_turn(self) -> tuple[int, int | None] | None:
+        """``(turn, step)`` of a turn that has started and not ended."""
+        return self._core.open_turn()
+
+    @property
+    def last_turn(self) -> int:
+        return self._core.last_turn()
+
+    @property
+    def writable(self) -> bool:
+        return self._writer is not None
+
+    def stats(self) -> dict[str, Any]:
+        """Counts of events, turns, steps, tool calls, surface messages by role, compactions."""
+        return self._core.stats()
+
+    def __len__(self) -> int:
+        return len(self._core)
+
+    def __repr__(self) -> str:
+        where = f" path={str(self.path)!r}" if self.path else ""
+        return f"<Session {self.id} events={len(self._core)}{where}>"
