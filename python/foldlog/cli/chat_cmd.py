@@ -64,8 +64,11 @@ class _Reader:
         if history is not None:
             history.parent.mkdir(parents=True, exist_ok=True)
         try:
-            from prompt_toolkit import PromptSession
-            from prompt_toolkit.history import FileHistory, InMemoryHistory
+            from prompt_toolkit import PromptSession  # type: ignore[import-not-found,unused-ignore]
+            from prompt_toolkit.history import (  # type: ignore[import-not-found,unused-ignore]
+                FileHistory,
+                InMemoryHistory,
+            )
 
             hist: Any = FileHistory(str(history)) if history is not None else InMemoryHistory()
             self._session = PromptSession(history=hist)

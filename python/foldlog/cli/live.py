@@ -83,11 +83,9 @@ class LiveSink:
         kind = type(event).__name__
         self._account(kind, event)
         if self.json_mode:
-            record = (
-                {"event": kind, **dataclasses.asdict(event)}
-                if dataclasses.is_dataclass(event)
-                else {"event": kind}
-            )
+            record: dict[str, Any] = {"event": kind}
+            if dataclasses.is_dataclass(event) and not isinstance(event, type):
+                record.update(dataclasses.asdict(event))
             self.out.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
             self.out.flush()
             return
