@@ -38,14 +38,17 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     table = Table(title=str(cfg.sessions_dir), title_justify="left", box=None, pad_edge=False)
-    # fixed columns keep their width; the preview takes what is left and is cut with "…"
-    table.add_column("id", no_wrap=True, min_width=min(max(len(i.id) for i in infos), 40))
-    table.add_column("last used", no_wrap=True, min_width=9)
-    table.add_column("turns", justify="right", no_wrap=True, min_width=5)
-    table.add_column("size", justify="right", no_wrap=True, min_width=9)
-    table.add_column("preview", no_wrap=True, overflow="ellipsis", ratio=1)
+    # rich drops whole columns when no_wrap cells cannot fit, so the preview is cut to the room left
+    id_width = min(max(len(i.id) for i in infos), 40)
+    room = max(out.width - id_width - 9 - 5 - 10 - 8, 8)
+    table.add_column("id", no_wrap=True, overflow="ellipsis", max_width=id_width)
+    table.add_column("last used", no_wrap=True)
+    table.add_column("turns", justify="right", no_wrap=True)
+    table.add_column("size", justify="right", no_wrap=True)
+    table.add_column("preview", no_wrap=True)
     now = time.time()
     for info in infos:
-        table.add_row(info.id, _ago(info.mtime, now), str(info.turns), human_size(info.size), info.preview)
+        preview = info.preview if len(info.preview) <= room else info.preview[: room - 1] + "…"
+        table.add_row(info.id, _ago(info.mtime, now), str(info.turns), human_size(info.size), preview)
     out.print(table)
     return EXIT_OK
