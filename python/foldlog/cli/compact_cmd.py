@@ -4,30 +4,48 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 from typing import Any
 
 from foldlog.cli.common import config_from_args, session_path
 from foldlog.cli.live import LiveSink
 from foldlog.cli.main import EXIT_OK
 
+# the window assumed when --mechanical is given without --context-window (no provider to ask)
+MECHANICAL_WINDOW = 128_000
+
 
 class _NoSummary:
-    """Stands in for a provider under ``--mechanical``: any summary call fails at once, so the
-    compactor takes its documented mechanical fold instead of calling a model."""
+    """The provider under ``--mechanical``: its stream ends at once with no text, so the compactor
+    takes its documented mechanical fold instead of calling a model."""
 
     model = "mechanical"
-    context_window: int | None = None
 
-    def __init__(self, window: int | None) -> None:
+    def __init__(self, window: int) -> None:
         self.context_window = window
 
-    def stream(self, request: Any) -> Any:
-        from foldlog.errors import ProviderError
+    async def stream(self, request: Any) -> Any:
+        from foldlog.providers.base import Done
 
-        raise ProviderError("--mechanical: no summary call")
+        yield Done("stop")
 
     async def aclose(self) -> None:
         return None
+
+
+def _describe_plan(session: Any, options: Any) -> str:
+    from foldlog import planning
+
+    messages = session.derive_messages()
+    tokens = planning.token_counts(session, messages)
+    _, plan = planning.plan(messages, tokens, **planning.plan_kwargs(options, force=True))
+    if getattr(plan, "skipped", None) or not getattr(plan, "should_fold", True):
+        return f"nothing to fold ({getattr(plan, 'skipped', None) or 'below the fold threshold'})"
+    return (
+        f"would fold {len(plan.fold)} message(s) (keeping {len(plan.kept)} of them in place, "
+        f"the first {plan.head} pinned and the last {len(messages) - plan.tail_start} as the tail); "
+        f"≈{plan.tokens_before} → ≈{plan.tokens_after} tokens before the digest"
+    )
 
 
 async def _compact(args: argparse.Namespace) -> int:
@@ -39,22 +57,25 @@ async def _compact(args: argparse.Namespace) -> int:
     path = session_path(args.path, cfg)
     sink = LiveSink()
     options = make_options(cfg)
-    provider: Any = _NoSummary(options.context_window) if args.mechanical else make_provider(cfg)
+    provider: Any
+    if args.mechanical:
+        provider = _NoSummary(options.context_window or MECHANICAL_WINDOW)
+    else:
+        provider = make_provider(cfg)
     if options.context_window is None and getattr(provider, "context_window", None):
-        import dataclasses
-
         options = dataclasses.replace(options, context_window=provider.context_window)
     try:
         if args.dry_run:
             session = Session.load(path)
             before = len(session.derive_messages())
-            plan = Compactor(session, provider, options, sink).plan(force=True)
-            print(f"{path}: {before} messages on the surface; {plan}")
+            print(f"{path}: {before} messages on the surface; {_describe_plan(session, options)}")
             return EXIT_OK
         session = Session.open(path)
         try:
             before = len(session.derive_messages())
-            await Compactor(session, provider, options, sink).compact("manual", args.focus, force=True)
+            result = await Compactor(session, provider, options, sink).compact(
+                "manual", args.focus, force=True
+            )
             session.flush()
             after = len(session.derive_messages())
         finally:
@@ -62,7 +83,13 @@ async def _compact(args: argparse.Namespace) -> int:
     finally:
         await provider.aclose()
     sink.finish()
-    print(f"{path}: {before} → {after} messages on the surface")
+    if result is None or not getattr(result, "folded", 0):
+        print(f"{path}: nothing to fold ({before} messages on the surface)")
+        return EXIT_OK
+    how = "mechanical fold" if result.mechanical else "summary"
+    print(
+        f"{path}: folded {result.folded} message(s) into a {how}; {before} → {after} messages on the surface"
+    )
     return EXIT_OK
 
 
