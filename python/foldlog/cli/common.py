@@ -50,3 +50,14 @@ def human_size(n: int) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{n} B"
+
+
+def to_plain(value: Any) -> Any:
+    """The session's frozen mappings/sequences as plain JSON values (recursively)."""
+    from collections.abc import Iterable, Mapping
+
+    if isinstance(value, Mapping):
+        return {str(k): to_plain(v) for k, v in value.items()}
+    if isinstance(value, Iterable) and not isinstance(value, str | bytes):
+        return [to_plain(v) for v in value]
+    return value

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from foldlog.cli.common import config_from_args, console, session_path
+from foldlog.cli.common import config_from_args, console, session_path, to_plain
 from foldlog.cli.main import EXIT_OK, UsageError
 from foldlog.cli.render import print_events, print_messages
 
@@ -224,19 +224,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     path = session_path(args.src, config_from_args(args))
     session = _load(path)
     messages = session.wire_messages() if args.wire else [dict(m) for m in session.derive_messages()]
-    text = json.dumps(_plain(messages), indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps(to_plain(messages), indent=2, ensure_ascii=False) + "\n"
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
         print(f"{args.output}: {len(messages)} messages", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return EXIT_OK
-
-
-def _plain(value: Any) -> Any:
-    """Immutable mappings/sequences from the session → plain JSON values."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value

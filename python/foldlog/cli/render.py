@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from foldlog.cli.common import shorten
+from foldlog.cli.common import shorten, to_plain
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -59,14 +59,17 @@ def print_events(events: Iterable[Mapping[str, Any]], out: Console, *, full: boo
     from rich.markup import escape
 
     for ev in events:
-        data = json.dumps(ev.get("data"), ensure_ascii=False)
+        data = json.dumps(ev.get("data"), ensure_ascii=False, default=to_plain)
         if not full:
             data = shorten(data, ARGS_LIMIT).replace("\n", " ")
         extra = ""
         if "surfaceOp" in ev:
-            extra += f" op={json.dumps(ev['surfaceOp'])}"
-        if ev.get("sourceEventSeqs"):
-            extra += f" from={ev['sourceEventSeqs']}"
+            extra += f" op={json.dumps(ev['surfaceOp'], default=to_plain)}"
+        sources = list(ev.get("sourceEventSeqs") or ())
+        if sources:
+            more = f",… +{len(sources) - 10}" if len(sources) > 12 and not full else ""
+            shown = sources if full or len(sources) <= 12 else sources[:10]
+            extra += f" from=[{','.join(map(str, shown))}{more}]"
         out.print(
             f"[dim]{ev.get('seq'):>6}[/] [bold]{escape(str(ev.get('type')))}[/]{escape(extra)} {escape(data)}"
         )
