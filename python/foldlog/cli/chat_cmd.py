@@ -112,7 +112,7 @@ class Chat:
     def __init__(self, args: argparse.Namespace, cfg: Config) -> None:
         self.args = args
         self.cfg = cfg
-        self.out = console()
+        self.out = console(markup=False)  # paths, previews and help text hold brackets
         self.sink = LiveSink(show_reasoning=bool(cfg.get("show_reasoning")))
         self.provider: Any = None
         self.session: Any = None
@@ -139,7 +139,7 @@ class Chat:
         if self.provider is not None and getattr(self.provider, "model", None):
             self.agent.options.model = self.provider.model
         turns = sum(1 for ev in session.events if ev["type"] == "turn/start")
-        self.out.print(f"[dim]session {session.id} · {turns} turn(s) · {session.path}[/]")
+        self.out.print(f"session {session.id} · {turns} turn(s) · {session.path}", style="dim")
 
     def _open(self, ref: str | None, continue_latest: bool) -> None:
         from foldlog.cli.agent_setup import open_session, workspace_of
@@ -171,13 +171,13 @@ class Chat:
         }
         handler = table.get(name)
         if handler is None:
-            self.out.print(f"[red]unknown command {name}[/] — /help lists them")
+            self.out.print(f"unknown command {name} — /help lists them", style="red")
             return True
         return (await handler(rest)) is not False
 
     async def c_help(self, _: str) -> None:
         for cmd, text in HELP:
-            self.out.print(f"  [bold]{cmd:<18}[/] {text}")
+            self.out.print(f"  {cmd:<18} {text}")
 
     async def c_quit(self, _: str) -> bool:
         return False
@@ -218,7 +218,7 @@ class Chat:
         try:
             self._open(ref, False)
         except FileNotFoundError as exc:
-            self.out.print(f"[red]{exc}[/]")
+            self.out.print(str(exc), style="red")
 
     async def c_sessions(self, _: str) -> None:
         from foldlog.cli.store import list_sessions
@@ -243,7 +243,7 @@ class Chat:
         try:
             await self.agent.compact(focus or None)
         except NotImplementedError as exc:
-            self.out.print(f"[red]{exc}[/]")
+            self.out.print(str(exc), style="red")
             return
         after = len(self.session.derive_messages())
         self.out.print(f"compacted: {before} → {after} messages on the surface")
@@ -269,8 +269,8 @@ class Chat:
         self.sink.finish()
         self.session.flush()
         if error:
-            self.out.print(f"[yellow]{error}[/]")
-        self.out.print(f"[dim]{gauge(self.sink.totals.last_prompt_tokens, self.window())}[/]")
+            self.out.print(error, style="yellow")
+        self.out.print(gauge(self.sink.totals.last_prompt_tokens, self.window()), style="dim")
 
     def _idle_sigint(self) -> None:
         """Outside a turn Ctrl-C only says how to leave (inside one, ``drive`` cancels the turn)."""
@@ -287,7 +287,7 @@ class Chat:
         self.provider = make_provider(self.cfg)
         try:
             self._open(self.args.session, self.args.continue_latest)
-            self.out.print("[dim]/help for commands, Ctrl-C cancels a turn, Ctrl-D leaves[/]")
+            self.out.print("/help for commands, Ctrl-C cancels a turn, Ctrl-D leaves", style="dim")
             reader = _Reader(self.cfg.home / "chat_history")
             while True:
                 self._idle_sigint()

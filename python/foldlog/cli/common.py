@@ -28,10 +28,10 @@ def session_path(ref: str, cfg: Config) -> Path:
     return resolve(ref, cfg.sessions_dir)
 
 
-def console(stderr: bool = False) -> Console:
+def console(stderr: bool = False, *, markup: bool = True) -> Console:
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+    return Console(stderr=stderr, highlight=False, soft_wrap=True, markup=markup)
 
 
 def shorten(text: str, limit: int) -> str:

@@ -72,7 +72,7 @@ async def _main(args: argparse.Namespace, prompt: str) -> int:
             "error": error,
             "turn_reason": sink.turn_reason,
             "session": session.id,
-            "path": session.path,
+            "path": str(session.path) if session.path else None,
             "usage": sink.totals.as_dict(),
         }
         print(json.dumps(result, ensure_ascii=False))
