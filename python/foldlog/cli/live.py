@@ -158,9 +158,8 @@ class LiveSink:
 
     def _on_TurnDone(self, event: Any) -> None:
         self._end_text()
-        if event.reason not in ("completed",):
-            detail = f": {event.error}" if event.error else ""
-            self.note(f"  [turn ended: {event.reason}{detail}]")
+        if event.reason != "completed":  # the error itself is reported once, by the command
+            self.note(f"  [turn ended: {event.reason}]")
 
     # --- summaries ---------------------------------------------------------------------------
 
