@@ -22,10 +22,15 @@ SYSTEM_PROMPT = (
 )
 
 
+def _cls(module: str, name: str) -> Any:
+    """A provider class, imported on use (each pulls in httpx; the local one, llama.cpp glue)."""
+    import importlib
+
+    return getattr(importlib.import_module(f"foldlog.providers.{module}"), name)
+
+
 def make_provider(cfg: Config, *, on_retry: Any = None) -> Provider:
     """The provider ``cfg`` names, with the model, base URL and window it sets."""
-    import foldlog.providers as providers
-
     name = cfg.get("provider") or "local"
     model = cfg.get("model")
     base_url = cfg.get("base_url")
@@ -38,22 +43,22 @@ def make_provider(cfg: Config, *, on_retry: Any = None) -> Provider:
     if name == "deepseek":
         if base_url:
             common["base_url"] = base_url
-        provider: Provider = providers.DeepSeek(model=model or DEFAULT_MODELS["deepseek"], **common)
+        provider: Provider = _cls("deepseek", "DeepSeek")(model=model or DEFAULT_MODELS["deepseek"], **common)
     elif name == "openai":
         if base_url:
             common["base_url"] = base_url
-        provider = providers.OpenAI(model=model or DEFAULT_MODELS["openai"], **common)
+        provider = _cls("openai", "OpenAI")(model=model or DEFAULT_MODELS["openai"], **common)
     elif name == "openai-compatible":
         if not base_url:
             raise UsageError("--provider openai-compatible needs --base-url (or base_url in foldlog.toml)")
         if not model:
             raise UsageError("--provider openai-compatible needs --model (or model in foldlog.toml)")
         key = os.environ.get("FOLDLOG_API_KEY") or os.environ.get("OPENAI_API_KEY")
-        provider = providers.OpenAICompatible(base_url, key, model, **common)
+        provider = _cls("openai_compat", "OpenAICompatible")(base_url, key, model, **common)
     elif name == "local":
         n_ctx = int(window) if window else 8192
         extra = {"on_retry": on_retry} if on_retry is not None else {}
-        provider = providers.LocalLlama(n_ctx=n_ctx, **extra)
+        provider = _cls("local", "LocalLlama")(n_ctx=n_ctx, **extra)
     else:
         raise UsageError(f"unknown provider {name!r}")
     return provider
@@ -94,13 +99,14 @@ def open_session(cfg: Config, ref: str | None, continue_latest: bool, workspace:
 
 
 def make_tools(workspace: Path, *, bash: bool, write: bool = True) -> list[Any]:
-    from foldlog.tools.builtin import builtin_tools
+    from foldlog.tools.builtin import builtin_tools  # type: ignore[import-not-found,unused-ignore]
 
-    return builtin_tools(workspace, write=write, bash=bash)
+    tools: list[Any] = builtin_tools(workspace, write=write, bash=bash)
+    return tools
 
 
 def make_options(cfg: Config) -> Any:
-    from foldlog.options import Options
+    from foldlog.options import Options  # type: ignore[import-not-found,unused-ignore]
 
     kwargs: dict[str, Any] = {}
     if cfg.get("max_steps") is not None:

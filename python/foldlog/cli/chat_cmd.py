@@ -122,7 +122,7 @@ class Chat:
     # --- session lifecycle -------------------------------------------------------------------
 
     def _attach(self, session: Any) -> None:
-        from foldlog.agent import Agent
+        from foldlog.agent import Agent  # type: ignore[import-not-found,unused-ignore]
         from foldlog.cli.agent_setup import make_options, make_tools, workspace_of
 
         if self.session is not None:

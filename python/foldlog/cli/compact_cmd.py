@@ -34,7 +34,7 @@ class _NoSummary:
 
 
 def _describe_plan(session: Any, options: Any) -> str:
-    from foldlog import planning
+    from foldlog import planning  # type: ignore[attr-defined,unused-ignore]
 
     messages = session.derive_messages()
     tokens = planning.token_counts(session, messages)
@@ -50,7 +50,7 @@ def _describe_plan(session: Any, options: Any) -> str:
 
 async def _compact(args: argparse.Namespace) -> int:
     from foldlog.cli.agent_setup import make_options, make_provider
-    from foldlog.compaction import Compactor
+    from foldlog.compaction import Compactor  # type: ignore[import-not-found,unused-ignore]
     from foldlog.session import Session
 
     cfg = config_from_args(args)

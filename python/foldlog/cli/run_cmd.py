@@ -45,7 +45,7 @@ def currency_of(provider: Any) -> str | None:
 
 
 async def _main(args: argparse.Namespace, prompt: str) -> int:
-    from foldlog.agent import Agent
+    from foldlog.agent import Agent  # type: ignore[import-not-found,unused-ignore]
     from foldlog.cli.agent_setup import make_options, make_provider, make_tools, open_session, workspace_of
 
     cfg = config_from_args(args)
