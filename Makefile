@@ -33,7 +33,7 @@ build-release: $(STAMP) ## rebuild the Rust extension with the release profile (
 run: build ## run an agent session (local model offline; DeepSeek when DEEPSEEK_API_KEY is set)
 	bash scripts/run-demo.sh
 
-test-rust: ## cargo tests of the pure core
+test-rust: $(STAMP) ## cargo tests of the pure core (some read tokenizer files installed in .venv)
 	cargo test -q -p foldlog-core
 
 test-python: build ## pytest

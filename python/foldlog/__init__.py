@@ -23,6 +23,7 @@ from foldlog.errors import (
     SessionLockedError,
     StorageError,
     StreamInterrupted,
+    TokenizerError,
     UnsupportedFormatError,
 )
 
@@ -31,10 +32,13 @@ __version__ = "0.1.0"
 # public name -> module that defines it; resolved on first attribute access (PEP 562)
 _LAZY: dict[str, str] = {
     "Session": "foldlog.session",
+    "Tokenizer": "foldlog.tokens",
+    "count_tokens": "foldlog.tokens",
 }
 
 if TYPE_CHECKING:
     from foldlog.session import Session
+    from foldlog.tokens import Tokenizer, count_tokens
 
 
 def __getattr__(name: str) -> Any:
@@ -68,6 +72,9 @@ __all__ = [
     "SessionLockedError",
     "StorageError",
     "StreamInterrupted",
+    "Tokenizer",
+    "TokenizerError",
     "UnsupportedFormatError",
     "__version__",
+    "count_tokens",
 ]

@@ -107,6 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     chat = verbs.add_parser("chat", help="interactive chat with slash commands (/help)")
     _agent_options(chat)
 
+    from foldlog.cli import db  # the PostgreSQL store's schema verbs (its own module)
+
+    db.add_parser(verbs)
+
     compact = verbs.add_parser("compact", help="fold a session's history into a summary now")
     compact.add_argument("path", metavar="PATH|ID")
     compact.add_argument("--focus", metavar="TEXT", help="what the summary should keep")
@@ -146,6 +150,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         from foldlog.cli.chat_cmd import cmd_chat
 
         return cmd_chat(args)
+    if verb == "db":
+        code: int = args.func(args)
+        return code
     if verb == "compact":
         from foldlog.cli.compact_cmd import cmd_compact
 

@@ -18,3 +18,4 @@ pub mod writer;
 pub use error::{Error, Result};
 pub use event::{Event, Header, SurfaceOp};
 pub use log::{EventLog, Message};
+pub mod tokens;
