@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from foldlog.cli.common import config_from_args, console, human_size
+from foldlog.cli.common import config_from_args, console, human_size, surface_tokens
 from foldlog.cli.config import Config
 from foldlog.cli.live import LiveSink
 from foldlog.cli.main import EXIT_OK
@@ -198,10 +198,8 @@ class Chat:
 
         self.out.print(self.sink.usage_line(currency_of(self.provider)))
         last = self.sink.totals.last_prompt_tokens
-        estimate = len(json.dumps(list(map(dict, self.session.derive_messages())), ensure_ascii=False)) // 4
-        self.out.print(
-            f"last request: {last} prompt tokens; surface now ≈{estimate} tokens (estimate: bytes/4)"
-        )
+        count, how = surface_tokens(self.session.derive_messages(), getattr(self.provider, "model", None))
+        self.out.print(f"last request: {last} prompt tokens; the surface now: {count} tokens ({how})")
 
     async def c_new(self, _: str) -> None:
         self._open(None, False)

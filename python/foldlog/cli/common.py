@@ -61,3 +61,19 @@ def to_plain(value: Any) -> Any:
     if isinstance(value, Iterable) and not isinstance(value, str | bytes):
         return [to_plain(v) for v in value]
     return value
+
+
+def surface_tokens(messages: Any, model: str | None) -> tuple[int, str]:
+    """Prompt tokens ``messages`` cost for ``model`` and how they were counted (tokenizer name)."""
+    import json
+
+    from foldlog.errors import FoldlogError
+
+    try:
+        from foldlog.tokens import DEFAULT_MODEL, Tokenizer
+
+        tokenizer = Tokenizer.for_model(model or DEFAULT_MODEL)
+        return tokenizer.count_request(messages), tokenizer.name
+    except (ImportError, FoldlogError):
+        # no tokenizer available: a clearly labelled estimate
+        return len(json.dumps(to_plain(messages), ensure_ascii=False)) // 4, "estimate (bytes/4)"

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from foldlog.cli.common import config_from_args, console, session_path, to_plain
+from foldlog.cli.common import config_from_args, console, session_path, surface_tokens, to_plain
 from foldlog.cli.main import EXIT_OK, UsageError
 from foldlog.cli.render import print_events, print_messages
 
@@ -53,7 +53,7 @@ def _report_load(session: Any, path: Path) -> None:
 # --- inspect -------------------------------------------------------------------------------
 
 
-def inspect_session(session: Any, path: Path | None = None) -> dict[str, Any]:
+def inspect_session(session: Any, path: Path | None = None, *, model: str | None = None) -> dict[str, Any]:
     """Counts of the log as stored (load-time repair events excluded) and of its surface."""
     repair = dict(getattr(session, "repair_report", {}) or {})
     stored = len(session.events) - int(repair.get("events_added", 0))
@@ -69,6 +69,7 @@ def inspect_session(session: Any, path: Path | None = None) -> dict[str, Any]:
             for key, value in ev["data"]["usage"].items():
                 if isinstance(value, int):
                     usage[key] += value
+    tokens, tokenizer = surface_tokens(surface, model)
     report: dict[str, Any] = {
         "id": getattr(session, "id", None),
         "path": str(path) if path else getattr(session, "path", None),
@@ -77,6 +78,8 @@ def inspect_session(session: Any, path: Path | None = None) -> dict[str, Any]:
         "steps": types["step/start"],
         "messages": dict(sorted(roles.items())),
         "surface_messages": len(surface),
+        "surface_tokens": tokens,
+        "tokenizer": tokenizer,
         "tool_calls": types["tool/call"],
         "tool_results": types["tool/result"],
         "compactions": types["compaction/summary"],
@@ -95,7 +98,7 @@ def inspect_session(session: Any, path: Path | None = None) -> dict[str, Any]:
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     path = session_path(args.path, config_from_args(args))
-    report = inspect_session(_load(path), path)
+    report = inspect_session(_load(path), path, model=args.model)
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return EXIT_OK

@@ -69,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     inspect = log_verbs.add_parser("inspect", help="counts and health of a log")
     inspect.add_argument("path", metavar="PATH|ID")
     inspect.add_argument("--json", action="store_true", help="print JSON")
+    inspect.add_argument(
+        "--model", help="count the surface's tokens with this model's tokenizer (default: deepseek-v4-flash)"
+    )
     repair = log_verbs.add_parser("repair", help="append the events that make a damaged log usable")
     repair.add_argument("path", metavar="PATH|ID")
     imp = log_verbs.add_parser("import", help="convert a foreign transcript into a foldlog log")
