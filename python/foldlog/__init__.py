@@ -34,11 +34,21 @@ _LAZY: dict[str, str] = {
     "Session": "foldlog.session",
     "Tokenizer": "foldlog.tokens",
     "count_tokens": "foldlog.tokens",
+    "Agent": "foldlog.agent",
+    "Options": "foldlog.options",
+    "tool": "foldlog.tools.registry",
+    "Tool": "foldlog.tools.registry",
+    "ToolRegistry": "foldlog.tools.registry",
+    "run_subagent": "foldlog.subagent",
 }
 
 if TYPE_CHECKING:
+    from foldlog.agent import Agent
+    from foldlog.options import Options
     from foldlog.session import Session
+    from foldlog.subagent import run_subagent
     from foldlog.tokens import Tokenizer, count_tokens
+    from foldlog.tools.registry import Tool, ToolRegistry, tool
 
 
 def __getattr__(name: str) -> Any:
@@ -58,6 +68,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "APIError",
+    "Agent",
     "AuthError",
     "CompactionError",
     "CorruptLogError",
@@ -65,6 +76,7 @@ __all__ = [
     "HookError",
     "InvalidEventError",
     "MaxStepsExceeded",
+    "Options",
     "ProviderError",
     "ProviderTimeout",
     "RunCancelled",
@@ -74,7 +86,11 @@ __all__ = [
     "StreamInterrupted",
     "Tokenizer",
     "TokenizerError",
+    "Tool",
+    "ToolRegistry",
     "UnsupportedFormatError",
     "__version__",
     "count_tokens",
+    "run_subagent",
+    "tool",
 ]

@@ -17,6 +17,16 @@ from foldlog.providers.base import (
     UsageChunk,
 )
 
+
+def __getattr__(name: str) -> object:
+    # Scripted is test/example tooling: loaded on first use only.
+    if name == "Scripted":
+        from foldlog.providers.scripted import Scripted
+
+        return Scripted
+    raise AttributeError(f"module 'foldlog.providers' has no attribute {name!r}")
+
+
 __all__ = [
     "Chunk",
     "Done",
@@ -24,6 +34,7 @@ __all__ = [
     "Provider",
     "ReasoningDelta",
     "Request",
+    "Scripted",
     "TextDelta",
     "ToolCall",
     "ToolCallChunk",
