@@ -40,11 +40,19 @@ _LAZY: dict[str, str] = {
     "Tool": "foldlog.tools.registry",
     "ToolRegistry": "foldlog.tools.registry",
     "run_subagent": "foldlog.subagent",
+    "OpenAICompatible": "foldlog.providers.openai_compat",
+    "DeepSeek": "foldlog.providers.deepseek",
+    "OpenAI": "foldlog.providers.openai",
+    "LocalLlama": "foldlog.providers.local",
 }
 
 if TYPE_CHECKING:
     from foldlog.agent import Agent
     from foldlog.options import Options
+    from foldlog.providers.deepseek import DeepSeek
+    from foldlog.providers.local import LocalLlama
+    from foldlog.providers.openai import OpenAI
+    from foldlog.providers.openai_compat import OpenAICompatible
     from foldlog.session import Session
     from foldlog.subagent import run_subagent
     from foldlog.tokens import Tokenizer, count_tokens
@@ -72,10 +80,14 @@ __all__ = [
     "AuthError",
     "CompactionError",
     "CorruptLogError",
+    "DeepSeek",
     "FoldlogError",
     "HookError",
     "InvalidEventError",
+    "LocalLlama",
     "MaxStepsExceeded",
+    "OpenAI",
+    "OpenAICompatible",
     "Options",
     "ProviderError",
     "ProviderTimeout",

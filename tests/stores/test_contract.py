@@ -16,21 +16,6 @@ from store_logdata import header, header_line, line, load_with_reader, parse_log
 from foldlog.errors import InvalidEventError, SessionLockedError, StorageError
 from foldlog.stores.base import SessionInfo, SessionStore, StoreWriter
 
-# Where the FileStore on main does not (yet) follow the contract in foldlog/stores/base.py. The
-# tests stay strict: they are expected to fail for the FileStore and turn red once it complies,
-# so that the marker gets removed.
-FILESTORE_GAPS = {
-    "list": "FileStore.list_sessions returns SessionFile(id, path, size, modified), not SessionInfo",
-    "seq": "the FileStore writer does not check first_seq against the stored log",
-    "shape": "the FileStore writer does not validate the batch (final newline, count, empty lines)",
-    "reread": "FileStore writer.read_log returns the bytes found at open, not what is stored now",
-}
-
-
-def known_gap(request: pytest.FixtureRequest, spec: dict[str, Any], gap: str) -> None:
-    if spec["kind"] == "file":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=FILESTORE_GAPS[gap]))
-
 
 def _info(store: Any, session_id: str) -> SessionInfo:
     found = [s for s in store.list_sessions() if s.id == session_id]
@@ -60,7 +45,6 @@ def test_new_session_holds_only_its_header(store: Any) -> None:
 def test_a_new_session_is_listed_empty(
     store: Any, store_spec: dict[str, Any], request: pytest.FixtureRequest
 ) -> None:
-    known_gap(request, store_spec, "list")
     head = header("s-new")
     store.open_writer("s-new", head[:-1]).close()
     info = _info(store, "s-new")
@@ -104,7 +88,6 @@ def test_batches_round_trip_byte_for_byte(store: Any) -> None:
 def test_the_writer_reads_what_is_stored_now(
     store: Any, store_spec: dict[str, Any], request: pytest.FixtureRequest
 ) -> None:
-    known_gap(request, store_spec, "reread")
     head = header("s-reread")
     batch, n = step_batch(0, 0, 2, "a")
     with_writer = store.open_writer("s-reread", head[:-1])
@@ -118,7 +101,6 @@ def test_the_writer_reads_what_is_stored_now(
 def test_list_sessions_counts_events_and_bytes(
     store: Any, store_spec: dict[str, Any], request: pytest.FixtureRequest
 ) -> None:
-    known_gap(request, store_spec, "list")
     writer = store.open_writer("s-count", header_line("s-count"))
     b0, n0 = step_batch(0, 0, 3, "a")
     b1, n1 = step_batch(n0, 1, 3, "a")
@@ -135,7 +117,6 @@ def test_list_sessions_counts_events_and_bytes(
 def test_a_batch_must_continue_the_stored_log(
     store: Any, store_spec: dict[str, Any], request: pytest.FixtureRequest
 ) -> None:
-    known_gap(request, store_spec, "seq")
     head = header("s-seq")
     writer = store.open_writer("s-seq", head[:-1])
     try:
@@ -165,7 +146,6 @@ def test_a_batch_must_continue_the_stored_log(
 def test_malformed_batches_are_refused_before_anything_is_written(
     store: Any, store_spec: dict[str, Any], request: pytest.FixtureRequest, lines: bytes, count: int, why: str
 ) -> None:
-    known_gap(request, store_spec, "shape")
     head = header("s-bad")
     writer = store.open_writer("s-bad", head[:-1])
     try:
@@ -233,7 +213,6 @@ def test_the_lock_dies_with_its_process(store: Any, store_spec: dict[str, Any]) 
 def test_list_sessions_describes_each_session(
     store: Any, store_spec: dict[str, Any], request: pytest.FixtureRequest
 ) -> None:
-    known_gap(request, store_spec, "list")
     a = store.open_writer("s-a", header_line("s-a", created=1_000))
     b0, n0 = step_batch(0, 0, 2, "a")
     a.append(b0, 0, n0)
