@@ -44,10 +44,13 @@ _LAZY: dict[str, str] = {
     "DeepSeek": "foldlog.providers.deepseek",
     "OpenAI": "foldlog.providers.openai",
     "LocalLlama": "foldlog.providers.local",
+    "Compactor": "foldlog.compaction",
+    "CompactionResult": "foldlog.compaction",
 }
 
 if TYPE_CHECKING:
     from foldlog.agent import Agent
+    from foldlog.compaction import CompactionResult, Compactor
     from foldlog.options import Options
     from foldlog.providers.deepseek import DeepSeek
     from foldlog.providers.local import LocalLlama
@@ -79,6 +82,8 @@ __all__ = [
     "Agent",
     "AuthError",
     "CompactionError",
+    "CompactionResult",
+    "Compactor",
     "CorruptLogError",
     "DeepSeek",
     "FoldlogError",

@@ -7,6 +7,7 @@ pub mod error;
 pub mod event;
 pub mod json_close;
 pub mod log;
+pub mod plan;
 pub mod project;
 pub mod reader;
 pub mod repair;

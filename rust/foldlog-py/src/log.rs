@@ -245,7 +245,9 @@ impl Log {
     /// The send normalizer as a plan over the derived messages: `(rewrite_version, items)` where
     /// an item is the index of a derived message sent as it is, or a new message dict.
     fn wire_plan<'py>(&self, py: Python<'py>) -> PyResult<(u64, Bound<'py, PyList>)> {
-        let (gen, plan) = self.with_write(py, |log| (log.rewrite_version(), wire::plan_send(log.derive())))?;
+        let (gen, plan) = self.with_write(py, |log| {
+            (log.rewrite_version(), wire::plan_send(log.derive()))
+        })?;
         let out = PyList::empty(py);
         for item in plan {
             match item {
