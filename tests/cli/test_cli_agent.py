@@ -178,13 +178,49 @@ def test_compact_command(tmp_path: Path, workspace: Path) -> None:
             assert run_cli("run", f"question {i} {long}", "-c", *args, home=tmp_path).returncode == 0
         (log,) = (tmp_path / "sessions").glob("*.jsonl")
         before = Session.load(log)
-        dry = run_cli("compact", str(log), "--dry-run", "--mechanical", home=tmp_path)
+        stored = log.read_bytes()
+        dry = run_cli(
+            "compact", str(log), "--dry-run", "--mechanical", "--context-window", "4000", home=tmp_path
+        )
         assert dry.returncode == 0, dry.stderr
-        assert Session.load(log).events == before.events  # a dry run writes nothing
+        assert "would fold" in dry.stdout
+        assert log.read_bytes() == stored  # a dry run writes nothing
         proc = run_cli("compact", str(log), "--mechanical", "--context-window", "4000", home=tmp_path)
         assert proc.returncode == 0, proc.stderr
         after = Session.load(log)
         types = [ev["type"] for ev in after.events]
         assert "compaction/start" in types and "compaction/end" in types
         assert len(after.derive_messages()) < len(before.derive_messages())
-        assert after.events[: len(before.events)] == before.events  # nothing rewritten
+        assert log.read_bytes().startswith(stored)  # appended, nothing rewritten
+        assert "folded" in proc.stdout and "mechanical fold" in proc.stdout
+        summary = next(ev for ev in after.events if ev["type"] == "compaction/summary")
+        assert summary["data"]["mechanical"] is True
+
+
+def test_compact_with_a_summary_call(tmp_path: Path, workspace: Path) -> None:
+    pytest.importorskip("foldlog.compaction")
+    long = "word " * 400
+    replies: list[dict[str, object]] = [{"content": f"answer {i}: {long}", "usage": USAGE} for i in range(4)]
+    replies.append({"content": "The user asked four questions about words.", "usage": USAGE})
+    for server in _serve(replies):
+        args = _agent_args(server, workspace)
+        for i in range(4):
+            extra = ["-c"] if i else []
+            assert run_cli("run", f"question {i} {long}", *extra, *args, home=tmp_path).returncode == 0
+        (log,) = (tmp_path / "sessions").glob("*.jsonl")
+        proc = run_cli(
+            "compact",
+            log.stem,
+            "--focus",
+            "the questions",
+            "--context-window",
+            "4000",
+            *args[:6],
+            home=tmp_path,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert "into a summary" in proc.stdout
+        summary_request = server.requests[-1]
+        assert not summary_request.get("tools") and "the questions" in json.dumps(summary_request)
+        digest = [m for m in Session.load(log).derive_messages() if "four questions" in str(m.get("content"))]
+        assert len(digest) == 1 and digest[0]["role"] == "user"
