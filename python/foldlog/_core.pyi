@@ -1,7 +1,8 @@
 """Type stubs of the Rust extension (checked by ``mypy.stubtest`` in ``make lint``)."""
 
+from collections.abc import Sequence
 from os import PathLike
-from typing import Any, final
+from typing import Any, Final, final
 
 __version__: str
 
@@ -66,6 +67,7 @@ def close_json(text: str) -> str | None: ...
 
 # --- tokens (rust/foldlog-py/src/tokens.rs) ---------------------------------------------------
 
+@final
 class TokenCounter:
     @staticmethod
     def for_model(model: str, tokens_per_char: float | None = None) -> TokenCounter: ...
