@@ -62,7 +62,9 @@ async def main(question: str) -> int:
             server = await provider.start()
             print(f"[server] llama.cpp ready in {time.perf_counter() - t0:.2f} s at {server.base_url}")
         t0 = time.perf_counter()
-        first = await collect(provider.stream(Request(messages=messages, tools=[WEATHER_TOOL], temperature=0)))
+        first = await collect(
+            provider.stream(Request(messages=messages, tools=[WEATHER_TOOL], temperature=0))
+        )
         _report("request 1", first, time.perf_counter() - t0)
         if not first.tool_calls:
             print(f"answer (no tool call): {first.text}")

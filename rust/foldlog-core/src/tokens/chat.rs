@@ -147,7 +147,12 @@ pub fn count_message(
         return Err(bad(format!("unknown role {role:?}")));
     }
     if family == Family::DeepSeek {
-        return Ok(count(&deepseek_render(role, &content, reasoning, &calls)));
+        let unseen = if calls.is_empty() {
+            0
+        } else {
+            DS_UNSEEN_CALLS_MESSAGE_TOKENS
+        };
+        return Ok(count(&deepseek_render(role, &content, reasoning, &calls)) + unseen);
     }
     let mut n = OPENAI_PER_MESSAGE + count(role) + count(&content);
     if let Some(name) = name {
@@ -260,6 +265,9 @@ const DS_TOOLS_TAIL: &str = "\nIMPORTANT: ALWAYS adhere to this exact format for
 const DS_UNSEEN_TOOLS_TOKENS: usize = 144;
 const DS_UNSEEN_PER_TOOL_TOKENS: usize = 6;
 const DS_UNSEEN_REQUEST_TOKENS: usize = 1;
+/// An assistant message with tool calls costs this much more than its V3.1 rendering (the
+/// served template frames calls more verbosely; fitted on the recorded tool loop).
+const DS_UNSEEN_CALLS_MESSAGE_TOKENS: usize = 27;
 
 /// DeepSeek V3.1's tool section of the system prompt, rendered and counted, plus the measured
 /// residual of the served template.

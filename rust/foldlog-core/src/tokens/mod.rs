@@ -155,9 +155,12 @@ fn deepseek_path() -> Result<PathBuf, TokenError> {
     }
 }
 
+/// Piece bytes → their token ids, one map per encoding.
+type PieceCache = [FxHashMap<Box<[u8]>, Box<[u32]>>; 3];
+
 thread_local! {
     /// Per-thread BPE results of recent short pre-tokens, one map per encoding.
-    static PIECE_CACHE: RefCell<[FxHashMap<Box<[u8]>, Box<[u32]>>; 3]> = RefCell::new(Default::default());
+    static PIECE_CACHE: RefCell<PieceCache> = RefCell::new(Default::default());
     static SCRATCH: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
 }
 
