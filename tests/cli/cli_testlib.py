@@ -204,18 +204,8 @@ def source_tool_counts(fmt: str, path: Path) -> list[tuple[int, int]]:
 # --- running the CLI as a user would -------------------------------------------------------
 
 
-def run_cli(
-    *args: str,
-    home: Path,
-    cwd: Path | None = None,
-    input: str | None = None,
-    timeout: float = 120,
-    set_home: bool = True,
-) -> subprocess.CompletedProcess[str]:
-    """``python -m foldlog ARGS`` with an isolated home and user config folder.
-
-    ``set_home=False`` leaves ``FOLDLOG_HOME`` unset (the state folder is still under ``home``).
-    """
+def cli_env(home: Path, *, set_home: bool = True) -> dict[str, str]:
+    """The environment :func:`run_cli` gives the CLI (isolated home and config)."""
     home.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     env.update(
@@ -232,6 +222,22 @@ def run_cli(
         del env["FOLDLOG_HOME"]
     for key in ("DEEPSEEK_API_KEY", "OPENAI_API_KEY", "FOLDLOG_API_KEY"):
         env.pop(key, None)
+    return env
+
+
+def run_cli(
+    *args: str,
+    home: Path,
+    cwd: Path | None = None,
+    input: str | None = None,
+    timeout: float = 120,
+    set_home: bool = True,
+) -> subprocess.CompletedProcess[str]:
+    """``python -m foldlog ARGS`` with an isolated home and user config folder.
+
+    ``set_home=False`` leaves ``FOLDLOG_HOME`` unset (the state folder is still under ``home``).
+    """
+    env = cli_env(home, set_home=set_home)
     return subprocess.run(
         [sys.executable, "-m", "foldlog", *args],
         cwd=str(cwd or home),
@@ -269,6 +275,10 @@ class FakeOpenAI:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.requests.append(body)
                 reply = outer.replies.pop(0) if len(outer.replies) > 1 else outer.replies[0]
+                if reply.get("delay"):  # a model that takes its time (to cancel it meanwhile)
+                    import time
+
+                    time.sleep(float(reply["delay"]))
                 if "status" in reply:
                     data = reply.get("body", '{"error":{"message":"nope"}}').encode()
                     self.send_response(reply["status"])

@@ -224,3 +224,33 @@ def test_compact_with_a_summary_call(tmp_path: Path, workspace: Path) -> None:
         assert not summary_request.get("tools") and "the questions" in json.dumps(summary_request)
         digest = [m for m in Session.load(log).derive_messages() if "four questions" in str(m.get("content"))]
         assert len(digest) == 1 and digest[0]["role"] == "user"
+
+
+def test_ctrl_c_cancels_the_turn_exit_130(tmp_path: Path, workspace: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from cli_testlib import cli_env
+
+    for server in _serve([{"content": "too late", "delay": 20}]):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "foldlog", "run", "take your time", *_agent_args(server, workspace)],
+            cwd=tmp_path,
+            env=cli_env(tmp_path),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 60
+        while not server.requests and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.requests, "the request never reached the server"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130, err
+        (log,) = (tmp_path / "sessions").glob("*.jsonl")
+        events = Session.load(log).events
+        ends = [ev for ev in events if ev["type"] == "turn/end"]
+        assert ends and ends[-1]["data"]["reason"]["kind"] == "aborted"
