@@ -15,6 +15,14 @@ from foldlog.cli.main import EXIT_OK
 MECHANICAL_WINDOW = 128_000
 
 
+class _MechanicalSink(LiveSink):
+    """Under ``--mechanical`` the missing summary is what was asked for: no warning about it."""
+
+    def _on_Notice(self, event: Any) -> None:
+        if "summary was unavailable" not in event.message:
+            super()._on_Notice(event)
+
+
 class _NoSummary:
     """The provider under ``--mechanical``: its stream ends at once with no text, so the compactor
     takes its documented mechanical fold instead of calling a model."""
@@ -55,7 +63,7 @@ async def _compact(args: argparse.Namespace) -> int:
 
     cfg = config_from_args(args)
     path = session_path(args.path, cfg)
-    sink = LiveSink()
+    sink = _MechanicalSink() if args.mechanical else LiveSink()
     options = make_options(cfg)
     provider: Any
     if args.mechanical:
