@@ -1,0 +1,310 @@
+"""``foldlog chat``: an interactive session with slash commands.
+
+Input comes from prompt_toolkit (line editing, history file) or readline when stdin is a
+terminal, else from plain lines on stdin — so ``printf 'hi\\n/status\\n' | foldlog chat`` works.
+Ctrl-C while the model works cancels the turn (the log stays valid); Ctrl-D or ``/quit`` leaves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from foldlog.cli.common import config_from_args, console, human_size, surface_tokens
+from foldlog.cli.config import Config
+from foldlog.cli.live import LiveSink
+from foldlog.cli.main import EXIT_OK
+
+HELP = [
+    ("/compact [focus]", "fold older history into a summary now (optionally saying what to keep)"),
+    ("/status", "session, model and how full the context is"),
+    ("/new", "start a new session"),
+    ("/resume [ID]", "switch to a session (default: the most recent other one)"),
+    ("/sessions", "list recent sessions"),
+    ("/model NAME", "use another model from the next request on"),
+    ("/tokens", "token usage and cost so far"),
+    ("/export PATH", "write the conversation as an OpenAI messages JSON file"),
+    ("/help", "this list"),
+    ("/quit", "leave (also /exit or Ctrl-D)"),
+]
+
+
+def gauge(used: int, window: int | None, width: int = 20) -> str:
+    """``[██████░░░░] 31% 40.1k/128k`` — how full the context window is."""
+    if not window:
+        return f"{_k(used)} tokens (window unknown)"
+    ratio = min(used / window, 1.0)
+    filled = round(ratio * width)
+    return f"[{'█' * filled}{'░' * (width - filled)}] {ratio:.0%} {_k(used)}/{_k(window)}"
+
+
+def _k(n: int) -> str:
+    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
+
+
+class _Reader:
+    """One line of input at a time; ``None`` at end of input.
+
+    On a terminal: prompt_toolkit when installed (``pip install 'foldlog[chat]'``), else
+    ``input()`` with readline history; both keep the history in ``history``. Piped: plain lines.
+    """
+
+    def __init__(self, history: Path | None) -> None:
+        self._session: Any = None
+        self._readline: Any = None
+        self._history = history
+        if not sys.stdin.isatty():
+            return
+        if history is not None:
+            history.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            from prompt_toolkit import PromptSession  # type: ignore[import-not-found,unused-ignore]
+            from prompt_toolkit.history import (  # type: ignore[import-not-found,unused-ignore]
+                FileHistory,
+                InMemoryHistory,
+            )
+
+            hist: Any = FileHistory(str(history)) if history is not None else InMemoryHistory()
+            self._session = PromptSession(history=hist)
+        except ImportError:
+            try:
+                import readline
+
+                self._readline = readline
+                if history is not None and history.exists():
+                    readline.read_history_file(str(history))
+            except (ImportError, OSError):
+                self._readline = None
+
+    async def read(self, prompt: str) -> str | None:
+        loop = asyncio.get_running_loop()
+        if self._session is not None:
+            while True:
+                try:
+                    text: str = await self._session.prompt_async(prompt)
+                    return text
+                except KeyboardInterrupt:
+                    continue  # Ctrl-C at the prompt clears the line
+                except EOFError:
+                    return None
+        if sys.stdin.isatty():
+            try:
+                line = await loop.run_in_executor(None, input, prompt)
+            except EOFError:
+                return None
+            if self._readline is not None and self._history is not None:
+                try:
+                    self._readline.write_history_file(str(self._history))
+                except OSError:
+                    pass
+            return line
+        raw = await loop.run_in_executor(None, sys.stdin.readline)
+        return None if raw == "" else raw.rstrip("\n")
+
+
+class Chat:
+    def __init__(self, args: argparse.Namespace, cfg: Config) -> None:
+        self.args = args
+        self.cfg = cfg
+        self.out = console(markup=False)  # paths, previews and help text hold brackets
+        self.sink = LiveSink(show_reasoning=bool(cfg.get("show_reasoning")))
+        self.provider: Any = None
+        self.session: Any = None
+        self.agent: Any = None
+        self.turn_running = False
+
+    # --- session lifecycle -------------------------------------------------------------------
+
+    def _attach(self, session: Any) -> None:
+        from foldlog.agent import Agent  # type: ignore[import-not-found,unused-ignore]
+        from foldlog.cli.agent_setup import make_options, make_tools, workspace_of
+
+        if self.session is not None:
+            self.session.close()
+        self.session = session
+        workspace = workspace_of(self.cfg)
+        self.agent = Agent(
+            self.provider,
+            make_tools(workspace, bash=self.args.bash),
+            session,
+            make_options(self.cfg),
+            self.sink,
+        )
+        if self.provider is not None and getattr(self.provider, "model", None):
+            self.agent.options.model = self.provider.model
+        turns = sum(1 for ev in session.events if ev["type"] == "turn/start")
+        self.out.print(f"session {session.id} · {turns} turn(s) · {session.path}", style="dim")
+
+    def _open(self, ref: str | None, continue_latest: bool) -> None:
+        from foldlog.cli.agent_setup import open_session, workspace_of
+
+        self._attach(open_session(self.cfg, ref, continue_latest, workspace_of(self.cfg)))
+
+    def window(self) -> int | None:
+        opts = self.agent.options if self.agent is not None else None
+        return (opts.context_window if opts else None) or getattr(self.provider, "context_window", None)
+
+    # --- commands ----------------------------------------------------------------------------
+
+    async def command(self, line: str) -> bool:
+        """Run a slash command; False means leave."""
+        name, _, rest = line.strip().partition(" ")
+        rest = rest.strip()
+        table: dict[str, Callable[[str], Awaitable[bool | None]]] = {
+            "/help": self.c_help,
+            "/quit": self.c_quit,
+            "/exit": self.c_quit,
+            "/status": self.c_status,
+            "/tokens": self.c_tokens,
+            "/new": self.c_new,
+            "/resume": self.c_resume,
+            "/sessions": self.c_sessions,
+            "/model": self.c_model,
+            "/compact": self.c_compact,
+            "/export": self.c_export,
+        }
+        handler = table.get(name)
+        if handler is None:
+            self.out.print(f"unknown command {name} — /help lists them", style="red")
+            return True
+        return (await handler(rest)) is not False
+
+    async def c_help(self, _: str) -> None:
+        for cmd, text in HELP:
+            self.out.print(f"  {cmd:<18} {text}")
+
+    async def c_quit(self, _: str) -> bool:
+        return False
+
+    async def c_status(self, _: str) -> None:
+        s = self.session
+        turns = sum(1 for ev in s.events if ev["type"] == "turn/start")
+        surface = s.derive_messages()
+        self.out.print(f"session  {s.id}  ({s.path})")
+        self.out.print(f"model    {getattr(self.provider, 'model', '?')} via {self.cfg.get('provider')}")
+        self.out.print(
+            f"log      {len(s.events)} events, {turns} turn(s), {len(surface)} messages on the surface"
+        )
+        self.out.print(f"context  {gauge(self.sink.totals.last_prompt_tokens, self.window())}")
+
+    async def c_tokens(self, _: str) -> None:
+        from foldlog.cli.run_cmd import currency_of
+
+        self.out.print(self.sink.usage_line(currency_of(self.provider)))
+        last = self.sink.totals.last_prompt_tokens
+        count, how = surface_tokens(self.session.derive_messages(), getattr(self.provider, "model", None))
+        self.out.print(f"last request: {last} prompt tokens; the surface now: {count} tokens ({how})")
+
+    async def c_new(self, _: str) -> None:
+        self._open(None, False)
+
+    async def c_resume(self, ref: str) -> None:
+        from foldlog.cli.store import list_sessions
+
+        if not ref:
+            others = [i for i in list_sessions(self.cfg.sessions_dir) if i.id != self.session.id]
+            if not others:
+                self.out.print("no other session to resume")
+                return
+            ref = str(others[0].path)
+        try:
+            self._open(ref, False)
+        except FileNotFoundError as exc:
+            self.out.print(str(exc), style="red")
+
+    async def c_sessions(self, _: str) -> None:
+        from foldlog.cli.store import list_sessions
+
+        for info in list_sessions(self.cfg.sessions_dir)[:10]:
+            mark = "*" if info.id == self.session.id else " "
+            self.out.print(
+                f"{mark} {info.id}  {info.turns} turn(s)  {human_size(info.size)}  {info.preview}",
+                markup=False,
+            )
+
+    async def c_model(self, name: str) -> None:
+        if not name:
+            self.out.print(f"model: {getattr(self.provider, 'model', '?')}")
+            return
+        self.provider.model = name
+        self.agent.options.model = name
+        self.out.print(f"model set to {name}")
+
+    async def c_compact(self, focus: str) -> None:
+        before = len(self.session.derive_messages())
+        try:
+            await self.agent.compact(focus or None)
+        except NotImplementedError as exc:
+            self.out.print(str(exc), style="red")
+            return
+        after = len(self.session.derive_messages())
+        self.out.print(f"compacted: {before} → {after} messages on the surface")
+
+    async def c_export(self, path: str) -> None:
+        if not path:
+            self.out.print("usage: /export PATH")
+            return
+        messages = [dict(m) for m in self.session.derive_messages()]
+        Path(path).expanduser().write_text(json.dumps(messages, indent=2, ensure_ascii=False) + "\n")
+        self.out.print(f"wrote {len(messages)} messages to {path}")
+
+    # --- turns -------------------------------------------------------------------------------
+
+    async def turn(self, text: str) -> None:
+        from foldlog.cli.run_cmd import drive
+
+        self.turn_running = True
+        try:
+            _, _, error = await drive(self.agent, text)
+        finally:
+            self.turn_running = False
+        self.sink.finish()
+        self.session.flush()
+        if error:
+            self.out.print(error, style="yellow")
+        self.out.print(gauge(self.sink.totals.last_prompt_tokens, self.window()), style="dim")
+
+    def _idle_sigint(self) -> None:
+        """Outside a turn Ctrl-C only says how to leave (inside one, ``drive`` cancels the turn)."""
+        try:
+            asyncio.get_running_loop().add_signal_handler(
+                signal.SIGINT, lambda: self.out.print("\n(/quit or Ctrl-D to leave)")
+            )
+        except (NotImplementedError, RuntimeError):  # Windows, or not the main thread
+            pass
+
+    async def main(self) -> int:
+        from foldlog.cli.agent_setup import make_provider
+
+        self.provider = make_provider(self.cfg)
+        try:
+            self._open(self.args.session, self.args.continue_latest)
+            self.out.print("/help for commands, Ctrl-C cancels a turn, Ctrl-D leaves", style="dim")
+            reader = _Reader(self.cfg.home / "chat_history")
+            while True:
+                self._idle_sigint()
+                line = await reader.read("you› ")
+                if line is None:
+                    break
+                if not line.strip():
+                    continue
+                if line.startswith("/"):
+                    if not await self.command(line):
+                        break
+                    continue
+                await self.turn(line)
+        finally:
+            if self.session is not None:
+                self.session.close()
+            await self.provider.aclose()
+        return EXIT_OK
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    return asyncio.run(Chat(args, config_from_args(args)).main())

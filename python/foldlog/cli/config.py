@@ -1,0 +1,150 @@
+"""Where the CLI keeps sessions and which defaults it uses.
+
+Precedence, highest first: command-line flags > ``FOLDLOG_HOME`` (for the home folder only) >
+``foldlog.toml`` of the project (the current folder or the nearest parent that has one) >
+``foldlog.toml`` in the user config folder > built-in defaults.
+
+Keys read from ``foldlog.toml`` (all optional)::
+
+    home = "~/foldlog"          # sessions go to <home>/sessions
+    sessions_dir = "..."        # or name the sessions folder directly
+    provider = "deepseek"       # local | deepseek | openai | openai-compatible
+    model = "deepseek-v4-flash"
+    base_url = "http://127.0.0.1:8080/v1"
+    max_steps = 50
+    context_window = 131072
+    workspace = "."
+    show_reasoning = false
+
+Relative paths in a file are relative to that file's folder.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CONFIG_NAME = "foldlog.toml"
+_PATH_KEYS = {"home", "sessions_dir", "workspace"}
+_KNOWN = {
+    "home",
+    "sessions_dir",
+    "provider",
+    "model",
+    "base_url",
+    "max_steps",
+    "context_window",
+    "workspace",
+    "show_reasoning",
+}
+
+
+class ConfigError(ValueError):
+    """A configuration file that cannot be used (names the file)."""
+
+
+def _platform_dir(kind: str) -> Path:
+    """The user's state or config folder for foldlog (XDG on Linux, the native ones elsewhere)."""
+    home = Path.home()
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") if kind == "state" else os.environ.get("APPDATA")
+        return Path(base or home / "AppData" / "Local") / "foldlog"
+    if sys.platform == "darwin":
+        return home / "Library" / "Application Support" / "foldlog"
+    if kind == "state":
+        return Path(os.environ.get("XDG_STATE_HOME") or home / ".local" / "state") / "foldlog"
+    return Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "foldlog"
+
+
+def user_config_path() -> Path:
+    return _platform_dir("config") / CONFIG_NAME
+
+
+def project_config_path(start: Path | None = None) -> Path | None:
+    """The nearest ``foldlog.toml`` from ``start`` (default: the current folder) upwards."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / CONFIG_NAME
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    import tomllib
+
+    try:
+        with path.open("rb") as fh:
+            raw = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    # a [foldlog] table is accepted too, so the keys can live in a shared file
+    table = raw.get("foldlog", raw)
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [foldlog] must be a table")
+    unknown = sorted(set(table) - _KNOWN - {"foldlog"})
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(_KNOWN))})")
+    values = {k: v for k, v in table.items() if k in _KNOWN}
+    for key in _PATH_KEYS & set(values):
+        if not isinstance(values[key], str):
+            raise ConfigError(f"{path}: {key} must be a string path")
+        values[key] = str((path.parent / Path(values[key]).expanduser()).resolve())
+    return values
+
+
+@dataclass(slots=True)
+class Config:
+    """Settled configuration; ``sources`` says where each value came from."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+    @property
+    def home(self) -> Path:
+        return Path(self.values["home"])
+
+    @property
+    def sessions_dir(self) -> Path:
+        return Path(self.values["sessions_dir"])
+
+
+_LEVELS = {"default": 0, "user": 1, "project": 2, "FOLDLOG_HOME": 3, "flag": 4}
+
+
+def load_config(flags: dict[str, Any] | None = None, *, cwd: Path | None = None) -> Config:
+    """Merge defaults, the user file, the project file, ``FOLDLOG_HOME`` and ``flags`` (non-None)."""
+    cfg = Config()
+    level: dict[str, int] = {}
+
+    def put(values: dict[str, Any], source: str, rank: str) -> None:
+        for key, value in values.items():
+            if value is not None:
+                cfg.values[key] = value
+                cfg.sources[key] = source
+                level[key] = _LEVELS[rank]
+
+    put({"home": str(_platform_dir("state")), "provider": "local"}, "default", "default")
+    user = user_config_path()
+    if user.is_file():
+        put(read_config_file(user), str(user), "user")
+    project = project_config_path(cwd)
+    if project is not None and project != user:
+        put(read_config_file(project), str(project), "project")
+    env_home = os.environ.get("FOLDLOG_HOME")
+    if env_home:
+        put({"home": str(Path(env_home).expanduser().resolve())}, "FOLDLOG_HOME", "FOLDLOG_HOME")
+    put(flags or {}, "flag", "flag")
+    # sessions_dir follows home unless it was set at least as specifically as home
+    if level.get("sessions_dir", -1) < level["home"]:
+        cfg.values["sessions_dir"] = str(Path(cfg.values["home"]) / "sessions")
+        cfg.sources["sessions_dir"] = cfg.sources["home"]
+    return cfg

@@ -1,0 +1,91 @@
+"""``foldlog run "prompt"``: one headless turn; the answer on stdout, activity on stderr."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from typing import Any
+
+from foldlog.cli.common import config_from_args
+from foldlog.cli.live import LiveSink
+from foldlog.cli.main import EXIT_CANCELLED, EXIT_ERROR, EXIT_MAX_STEPS, EXIT_OK, UsageError
+
+
+async def drive(agent: Any, prompt: str | None) -> tuple[str, int, str | None]:
+    """Run one prompt; Ctrl-C cancels the turn. Returns (answer, exit code, error text)."""
+    from foldlog.errors import FoldlogError, MaxStepsExceeded, RunCancelled
+
+    loop = asyncio.get_running_loop()
+    handled = False
+    try:
+        loop.add_signal_handler(signal.SIGINT, agent.cancel)
+        handled = True
+    except (NotImplementedError, RuntimeError):  # not the main thread, or Windows
+        pass
+    try:
+        return await agent.run(prompt), EXIT_OK, None
+    except MaxStepsExceeded as exc:
+        return "", EXIT_MAX_STEPS, str(exc) or "max steps reached"
+    except (RunCancelled, asyncio.CancelledError):
+        return "", EXIT_CANCELLED, "cancelled"
+    except FoldlogError as exc:
+        return "", EXIT_ERROR, f"{type(exc).__name__}: {exc}"
+    finally:
+        if handled:
+            loop.remove_signal_handler(signal.SIGINT)
+
+
+def currency_of(provider: Any) -> str | None:
+    meter = getattr(provider, "meter", None)
+    price = getattr(meter, "price", None)
+    return getattr(price, "currency", None)
+
+
+async def _main(args: argparse.Namespace, prompt: str) -> int:
+    from foldlog.agent import Agent  # type: ignore[import-not-found,unused-ignore]
+    from foldlog.cli.agent_setup import make_options, make_provider, make_tools, open_session, workspace_of
+
+    cfg = config_from_args(args)
+    workspace = workspace_of(cfg)
+    sink = LiveSink(json_mode=args.json, show_reasoning=bool(cfg.get("show_reasoning")))
+    options = make_options(cfg)
+    provider = make_provider(cfg)
+    try:
+        session = open_session(cfg, args.session, args.continue_latest, workspace)
+        try:
+            agent = Agent(provider, make_tools(workspace, bash=args.bash), session, options, sink)
+            answer, code, error = await drive(agent, prompt)
+            session.flush()
+        finally:
+            session.close()
+    finally:
+        await provider.aclose()
+    sink.finish()
+    if args.json:
+        result = {
+            "event": "Result",
+            "exit_code": code,
+            "answer": answer,
+            "error": error,
+            "turn_reason": sink.turn_reason,
+            "session": session.id,
+            "path": str(session.path) if session.path else None,
+            "usage": sink.totals.as_dict(),
+        }
+        print(json.dumps(result, ensure_ascii=False))
+    else:
+        if error:
+            sink.note(f"foldlog: {'stopped' if code == EXIT_MAX_STEPS else 'error'}: {error}")
+        sink.note(sink.usage_line(currency_of(provider)))
+        sink.note(f"session: {session.id} ({session.path})")
+    return code
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    if not prompt.strip():
+        raise UsageError("the prompt is empty")
+    return asyncio.run(_main(args, prompt))

@@ -1,0 +1,54 @@
+"""``foldlog sessions``: the sessions folder, newest first."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from foldlog.cli.common import config_from_args, console, human_size
+from foldlog.cli.main import EXIT_OK
+from foldlog.cli.store import list_sessions
+
+
+def _ago(mtime: float, now: float) -> str:
+    seconds = max(now - mtime, 0)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit} ago"
+    return "just now"
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    cfg = config_from_args(args)
+    infos = list_sessions(cfg.sessions_dir)
+    if args.limit:
+        infos = infos[: args.limit]
+    if args.json:
+        print(
+            json.dumps(
+                {"sessions_dir": str(cfg.sessions_dir), "sessions": [i.as_dict() for i in infos]}, indent=2
+            )
+        )
+        return EXIT_OK
+    out = console()
+    if not infos:
+        out.print(f"no sessions in {cfg.sessions_dir}")
+        return EXIT_OK
+    from rich.table import Table
+
+    table = Table(title=str(cfg.sessions_dir), title_justify="left", box=None, pad_edge=False)
+    # rich drops whole columns when no_wrap cells cannot fit, so the preview is cut to the room left
+    id_width = min(max(len(i.id) for i in infos), 40)
+    room = max(out.width - id_width - 9 - 5 - 10 - 8, 8)
+    table.add_column("id", no_wrap=True, overflow="ellipsis", max_width=id_width)
+    table.add_column("last used", no_wrap=True)
+    table.add_column("turns", justify="right", no_wrap=True)
+    table.add_column("size", justify="right", no_wrap=True)
+    table.add_column("preview", no_wrap=True)
+    now = time.time()
+    for info in infos:
+        preview = info.preview if len(info.preview) <= room else info.preview[: room - 1] + "…"
+        table.add_row(info.id, _ago(info.mtime, now), str(info.turns), human_size(info.size), preview)
+    out.print(table)
+    return EXIT_OK

@@ -1,0 +1,50 @@
+"""Transcript interchange: foreign agent transcripts in, OpenAI ``messages`` out.
+
+``convert(format, path)`` returns :class:`Conversation` objects (one per transcript in the
+file); ``write_conversation`` records one through a :class:`foldlog.Session`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from foldlog.interchange.events import Conversation, ImportCounts, ImportedEvent, TranscriptError
+
+# CLI name -> module with ``convert(path) -> list[Conversation]``
+FORMATS: dict[str, str] = {
+    "claude-code": "foldlog.interchange.claude_code",
+    "codex": "foldlog.interchange.codex",
+    "openai": "foldlog.interchange.openai_messages",
+    "dsh": "foldlog.interchange.dsh",
+    "openhands": "foldlog.interchange.openhands",
+    "swe-agent": "foldlog.interchange.swe_agent",
+}
+
+
+def convert(format: str, path: str | Path) -> list[Conversation]:
+    """Convert the transcript(s) in ``path`` from ``format`` (a key of :data:`FORMATS`)."""
+    module = FORMATS.get(format)
+    if module is None:
+        raise ValueError(f"unknown transcript format {format!r} (known: {', '.join(FORMATS)})")
+    result: list[Conversation] = importlib.import_module(module).convert(path)
+    return result
+
+
+def __getattr__(name: str) -> object:
+    if name == "write_conversation":
+        from foldlog.interchange.writer import write_conversation
+
+        return write_conversation
+    raise AttributeError(name)
+
+
+__all__ = [
+    "FORMATS",
+    "Conversation",
+    "ImportCounts",
+    "ImportedEvent",
+    "TranscriptError",
+    "convert",
+    "write_conversation",
+]

@@ -1,0 +1,165 @@
+"""Claude Code session JSONL → foldlog events.
+
+One API response is written over several lines (one content block each) sharing ``message.id``,
+and the results of its tool calls can sit between those lines. We therefore gather a response
+with the results that follow it and write it out when something else begins: the assistant
+message with every call, its ``tool/call`` events, then the results in the order they came.
+``compact_boundary`` + the ``isCompactSummary`` user record become a foldlog compaction.
+``progress``, snapshots, queue operations and titles are not model history and are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from foldlog.interchange.events import Conversation, EventBuilder, text_of
+from foldlog.interchange.source import expect, iter_jsonl, need_dict
+
+FORMAT = "claude-code"
+
+
+@dataclass(slots=True)
+class _Reply:
+    key: str
+    line: int
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, Any] | None = None
+    model: str | None = None
+    stop_reason: str | None = None
+    results: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+
+
+def usage_from_anthropic(usage: Any) -> dict[str, int] | None:
+    """Anthropic usage → foldlog usage (prompt = uncached + cache writes + cache reads)."""
+    if not isinstance(usage, dict):
+        return None
+    fresh = int(usage.get("input_tokens") or 0)
+    written = int(usage.get("cache_creation_input_tokens") or 0)
+    read = int(usage.get("cache_read_input_tokens") or 0)
+    return {
+        "promptTokens": fresh + written + read,
+        "completionTokens": int(usage.get("output_tokens") or 0),
+        "cacheHitTokens": read,
+        "cacheMissTokens": fresh + written,
+        "reasoningTokens": 0,
+    }
+
+
+def _flush(b: EventBuilder, reply: _Reply | None) -> None:
+    if reply is None:
+        return
+    b.line = reply.line
+    texts: list[str] = []
+    thinking: list[str] = []
+    calls: list[tuple[str | None, str, str]] = []
+    for block in reply.blocks:
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            if block["text"].strip():
+                texts.append(block["text"])
+        elif kind == "thinking" and isinstance(block.get("thinking"), str):
+            thinking.append(block["thinking"])
+        elif kind in ("tool_use", "server_tool_use"):
+            args = block.get("input", {})
+            calls.append(
+                (block.get("id"), str(block.get("name") or ""), json.dumps(args, ensure_ascii=False))
+            )
+    extra: dict[str, Any] = {}
+    if reply.model:
+        extra["model"] = reply.model
+    b.assistant(
+        "\n\n".join(texts),
+        reasoning="\n\n".join(thinking) or None,
+        tool_calls=calls,
+        usage=usage_from_anthropic(reply.usage),
+        extra=extra,
+    )
+    for line, block in reply.results:
+        b.line = line
+        b.tool_result(
+            block.get("tool_use_id"),
+            text_of(block.get("content")),
+            is_error=bool(block.get("is_error")),
+        )
+
+
+def convert(path: str | Path) -> list[Conversation]:
+    b = EventBuilder()
+    reply: _Reply | None = None
+    boundary: dict[str, Any] | None = None
+    meta: dict[str, Any] = {"format": FORMAT, "source": str(path)}
+    session_id: str | None = None
+    for number, rec in iter_jsonl(path):
+        kind = rec.get("type")
+        expect(isinstance(kind, str), 'record without a "type"', path, number)
+        if kind not in ("user", "assistant", "system"):
+            continue  # progress, file-history-snapshot, queue-operation, summary: not history
+        if kind == "system":
+            if rec.get("subtype") == "compact_boundary":
+                _flush(b, reply)
+                reply = None
+                boundary = rec.get("compactMetadata") or {}
+            continue
+        message = need_dict(rec.get("message"), f'"{kind}" record without a "message" object', path, number)
+        session_id = session_id or rec.get("sessionId")
+        for key in ("cwd", "gitBranch", "version"):
+            if key in rec and key not in meta:
+                meta[key] = rec[key]
+        content = message.get("content")
+        if kind == "assistant":
+            expect(
+                isinstance(content, list | str),
+                "assistant message content is not a list or string",
+                path,
+                number,
+            )
+            key = str(message.get("id") or rec.get("uuid") or number)
+            if reply is None or reply.key != key:
+                _flush(b, reply)
+                reply = _Reply(key, number)
+            blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+            reply.blocks.extend(x for x in blocks if isinstance(x, dict))
+            reply.usage = message.get("usage") or reply.usage
+            reply.model = message.get("model") or reply.model
+            meta.setdefault("model", reply.model)
+            continue
+        # a user record: tool results, a compaction summary, or a prompt (typed or injected)
+        expect(isinstance(content, list | str), "user message content is not a list or string", path, number)
+        if isinstance(content, list) and any(
+            isinstance(x, dict) and x.get("type") == "tool_result" for x in content
+        ):
+            rest = [x for x in content if not (isinstance(x, dict) and x.get("type") == "tool_result")]
+            results = [(number, x) for x in content if isinstance(x, dict) and x.get("type") == "tool_result"]
+            if reply is not None:
+                reply.results.extend(results)
+            else:
+                for line, block in results:
+                    b.line = line
+                    b.tool_result(
+                        block.get("tool_use_id"),
+                        text_of(block.get("content")),
+                        is_error=bool(block.get("is_error")),
+                    )
+            if not rest:
+                continue
+            content = rest
+        _flush(b, reply)
+        reply = None
+        b.line = number
+        if rec.get("isCompactSummary"):
+            info = boundary or {}
+            pre = info.get("preTokens")
+            b.compaction(
+                text_of(content),
+                trigger=str(info.get("trigger") or "auto"),
+                tokens_before=pre if isinstance(pre, int) else None,
+                source=FORMAT,
+            )
+            boundary = None
+            continue
+        b.user(content, source="meta" if rec.get("isMeta") else None)
+    _flush(b, reply)
+    return [b.conversation(id=session_id, meta=meta)]

@@ -1,0 +1,367 @@
+"""The records a converter produces and the builder that keeps them well formed.
+
+A converter reads a foreign transcript and drives an :class:`EventBuilder`: ``user``,
+``assistant``, ``tool_result``, ``compaction``. The builder owns the bookkeeping every format
+would otherwise repeat — turn/step boundaries in the order the agent loop writes them, unique
+tool-call ids, pairing results with their ``tool/call``, the surface a fold must name — so the
+records it yields follow ``log-format.md`` whatever the source looked like.
+
+Seqs inside the records (``source_event_seqs``, surface-op seqs) are *local*: the index of the
+record in the conversation. :mod:`foldlog.interchange.writer` shifts them when the target
+session already holds events.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from foldlog.errors import InvalidEventError
+
+SurfaceOp = str | dict[str, Any]
+
+
+class TranscriptError(InvalidEventError):
+    """A source transcript that cannot be converted. Names the file and, where known, the line."""
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
+        where = path if line is None else f"{path}:{line}"
+        super().__init__(f"{where}: {message}" if where else message)
+        self.path = path
+        self.line = line
+
+
+@dataclass(slots=True)
+class ImportedEvent:
+    """One foldlog event built from a source transcript (seqs are local to the conversation)."""
+
+    type: str
+    data: dict[str, Any]
+    surface_op: SurfaceOp | None = None
+    source_event_seqs: list[int] | None = None
+    # where it came from in the source file (1-based line, or item index for JSON arrays)
+    source_line: int | None = None
+
+
+@dataclass(slots=True)
+class ImportCounts:
+    """What a conversion produced, to be checked against the source."""
+
+    messages: Counter[str] = field(default_factory=Counter)  # role -> count (recorded, not surface)
+    tool_calls: int = 0
+    tool_results: int = 0
+    compactions: int = 0
+    turns: int = 0
+    steps: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "messages": dict(self.messages),
+            "tool_calls": self.tool_calls,
+            "tool_results": self.tool_results,
+            "compactions": self.compactions,
+            "turns": self.turns,
+            "steps": self.steps,
+        }
+
+
+@dataclass(slots=True)
+class Conversation:
+    """One converted transcript: its events plus what we know about it."""
+
+    events: list[ImportedEvent]
+    counts: ImportCounts
+    id: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _PendingCall:
+    call_id: str  # unique id written to the log
+    name: str
+    seq: int  # seq of its tool/call event
+
+
+def text_of(content: Any) -> str:
+    """Plain text of a string or a list of content blocks (text blocks joined, others named)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts: list[str] = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, Mapping):
+                kind = block.get("type")
+                if isinstance(block.get("text"), str):
+                    parts.append(block["text"])
+                elif kind in ("image", "image_url", "input_image"):
+                    parts.append("[image]")
+                elif kind is not None:
+                    parts.append(f"[{kind}]")
+        return "\n".join(parts)
+    return str(content)
+
+
+class EventBuilder:
+    """Builds a well-formed foldlog event sequence from conversation-level calls."""
+
+    def __init__(self) -> None:
+        self.events: list[ImportedEvent] = []
+        self.counts = ImportCounts()
+        self.line: int | None = None  # current source position, stamped on each record
+        self._turn = 0
+        self._turn_open = False
+        self._turn_has_reply = False
+        self._step = 0
+        self._step_open = False
+        self._step_has_reply = False
+        self._surface: list[int] = []
+        self._surface_is_system: dict[int, bool] = {}
+        self._pending: dict[str, _PendingCall] = {}  # source call id -> pending call
+        self._used_ids: set[str] = set()
+        self._synth = 0
+        self._compaction = 0
+
+    # --- low level ------------------------------------------------------------------------
+
+    def _emit(
+        self,
+        type_: str,
+        data: dict[str, Any],
+        *,
+        surface_op: SurfaceOp | None = None,
+        sources: Sequence[int] | None = None,
+    ) -> int:
+        seq = len(self.events)
+        self.events.append(
+            ImportedEvent(type_, data, surface_op, list(sources) if sources is not None else None, self.line)
+        )
+        if surface_op == "append":
+            self._surface.append(seq)
+            self._surface_is_system[seq] = type_ == "system/message"
+        return seq
+
+    def _open_turn(self) -> None:
+        self._turn += 1
+        self._turn_open = True
+        self._turn_has_reply = False
+        self._step = 0
+        self.counts.turns += 1
+        self._emit("turn/start", {"turn": self._turn})
+
+    def _open_step(self) -> None:
+        if not self._turn_open:
+            self._open_turn()
+        self._step += 1
+        self._step_open = True
+        self._step_has_reply = False
+        self.counts.steps += 1
+        self._emit("step/start", {"turn": self._turn, "step": self._step})
+
+    def _close_step(self) -> None:
+        if self._step_open:
+            self._step_open = False
+            self._emit("step/end", {"turn": self._turn, "step": self._step})
+
+    def end_turn(self, reason: str = "completed", **extra: Any) -> None:
+        """Close the open step and turn (no-op when no turn is open)."""
+        self._close_step()
+        if self._turn_open:
+            self._turn_open = False
+            self._emit("turn/end", {"turn": self._turn, "reason": {"kind": reason, **extra}})
+
+    def finish(self, reason: str = "completed") -> ImportCounts:
+        self.end_turn(reason)
+        return self.counts
+
+    def unique_call_id(self, source_id: str | None) -> str:
+        """A call id not used before in this conversation (sources reuse ids, or have none)."""
+        base = source_id or ""
+        if base and base not in self._used_ids:
+            self._used_ids.add(base)
+            return base
+        while True:
+            self._synth += 1
+            candidate = f"{base}~{self._synth}" if base else f"call_{self._synth}"
+            if candidate not in self._used_ids:
+                self._used_ids.add(candidate)
+                return candidate
+
+    # --- conversation level ---------------------------------------------------------------
+
+    def system(self, content: Any) -> int:
+        self.counts.messages["system"] += 1
+        return self._emit("system/message", {"content": content}, surface_op="append")
+
+    def user(self, content: Any, *, source: str | None = None, new_turn: bool | None = None) -> int:
+        """A user message. ``new_turn=None``: a new turn when the open one already has a reply.
+
+        Injected context (``new_turn=False``) joins the open turn in a fresh step.
+        """
+        if new_turn is None:
+            new_turn = self._turn_has_reply
+        if new_turn:
+            self.end_turn()
+        if self._step_open and self._step_has_reply:
+            self._close_step()
+        if not self._step_open:
+            self._open_step()
+        data: dict[str, Any] = {"role": "user", "content": content}
+        if source:
+            data["source"] = source
+        self.counts.messages["user"] += 1
+        return self._emit("user/message", data, surface_op="append")
+
+    def assistant(
+        self,
+        content: Any,
+        *,
+        reasoning: str | None = None,
+        tool_calls: Sequence[tuple[str | None, str, str]] = (),
+        usage: Mapping[str, Any] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> int:
+        """One assistant reply: ``tool_calls`` are ``(source_id, name, raw_arguments)``."""
+        if self._step_open and self._step_has_reply:
+            self._close_step()
+        if not self._step_open:
+            self._open_step()
+        self._step_has_reply = True
+        self._turn_has_reply = True
+        calls: list[tuple[str | None, str, str]] = [
+            (src, name, args if isinstance(args, str) else _dumps(args)) for src, name, args in tool_calls
+        ]
+        ids = [self.unique_call_id(src) for src, _, _ in calls]
+        message: dict[str, Any] = {"role": "assistant", "content": content if content is not None else ""}
+        if reasoning:
+            message["reasoning_content"] = reasoning
+        if calls:
+            message["tool_calls"] = [
+                {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+                for cid, (_, name, args) in zip(ids, calls, strict=True)
+            ]
+        data: dict[str, Any] = {"turn": self._turn, "step": self._step, "message": message}
+        if usage:
+            data["usage"] = dict(usage)
+        if extra:
+            data.update(extra)
+        self.counts.messages["assistant"] += 1
+        seq = self._emit("assistant/message", data, surface_op="append")
+        for cid, (src, name, args) in zip(ids, calls, strict=True):
+            call_seq = self._emit(
+                "tool/call",
+                {"turn": self._turn, "step": self._step, "callId": cid, "name": name, "arguments": args},
+            )
+            # a later call reusing a source id takes over the pairing for that id
+            self._pending[src if src else cid] = _PendingCall(cid, name, call_seq)
+            self.counts.tool_calls += 1
+        return seq
+
+    def set_usage(self, assistant_seq: int, usage: Mapping[str, Any]) -> None:
+        """Attach usage reported after the reply was seen (Codex token_count)."""
+        self.events[assistant_seq].data["usage"] = dict(usage)
+
+    def has_pending(self, source_id: str) -> bool:
+        return source_id in self._pending
+
+    def pending_ids(self) -> list[str]:
+        return list(self._pending)
+
+    def tool_result(
+        self,
+        source_id: str | None,
+        content: Any,
+        *,
+        name: str | None = None,
+        is_error: bool = False,
+        meta: Mapping[str, Any] | None = None,
+    ) -> int:
+        """The result of a call; paired by id, else with the oldest unanswered call."""
+        pending: _PendingCall | None = None
+        if source_id is not None and source_id in self._pending:
+            pending = self._pending.pop(source_id)
+        elif source_id is None and self._pending:
+            pending = self._pending.pop(next(iter(self._pending)))
+        if not self._step_open:
+            self._open_step()
+            self._step_has_reply = True  # a result belongs to the step of its call
+        call_id = pending.call_id if pending else (source_id or self.unique_call_id(None))
+        tool_name = name or (pending.name if pending else "")
+        data: dict[str, Any] = {
+            "turn": self._turn,
+            "step": self._step,
+            "message": {
+                "role": "tool",
+                "toolCallId": call_id,
+                "toolName": tool_name,
+                "content": content,
+                "isError": bool(is_error),
+            },
+        }
+        if meta:
+            data["meta"] = dict(meta)
+        self.counts.tool_results += 1
+        return self._emit("tool/result", data, surface_op="append", sources=[pending.seq] if pending else [])
+
+    def compaction(
+        self,
+        summary: str,
+        *,
+        trigger: str = "auto",
+        tokens_before: int | None = None,
+        model: str | None = None,
+        source: str | None = None,
+    ) -> int:
+        """Fold the whole surface (but the leading system messages) into a digest ``summary``."""
+        self._close_step()
+        self._compaction += 1
+        self.counts.compactions += 1
+        cid = f"import-{self._compaction}"
+        self._emit("compaction/start", {"id": cid, "trigger": trigger})
+        lead = 0
+        while lead < len(self._surface) and self._surface_is_system[self._surface[lead]]:
+            lead += 1
+        kept_prefix, folded = self._surface[:lead], self._surface[lead:]
+        summary_data: dict[str, Any] = {
+            "id": cid,
+            "summary": summary,
+            "folded": list(folded),
+            "kept": [],
+            "mechanical": False,
+        }
+        if tokens_before is not None:
+            summary_data["tokensBefore"] = tokens_before
+        if model:
+            summary_data["model"] = model
+        if source:
+            summary_data["source"] = source
+        self._emit("compaction/summary", summary_data)
+        op: SurfaceOp = "append"
+        if folded:
+            op = {"op": "fold", "start": folded[0], "end": folded[-1], "keep": []}
+        self.counts.messages["user"] += 1
+        digest = self._emit(
+            "user/message",
+            {"role": "user", "content": summary, "source": "compaction"},
+            surface_op=op,
+            sources=folded,
+        )
+        self._surface = [*kept_prefix, digest]
+        self._surface_is_system[digest] = False
+        self._emit("compaction/end", {"id": cid})
+        return digest
+
+    def conversation(self, *, id: str | None = None, meta: Mapping[str, Any] | None = None) -> Conversation:
+        self.finish()
+        return Conversation(self.events, self.counts, id, dict(meta or {}))
+
+
+def _dumps(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False)
