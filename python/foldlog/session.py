@@ -494,7 +494,7 @@ class Session:
                 return self.token_count(model, tools)
             tok = self._tokenizer(model)
             since = self.derive_messages()[reported[2] :]
-            return reported[0] + sum(tok.count_message(m) for m in since)
+            return int(reported[0] + sum(tok.count_message(m) for m in since))
 
     def stats(self) -> dict[str, Any]:
         """Counts of events, turns, steps, tool calls, surface messages by role, compactions."""
