@@ -19,3 +19,4 @@ pub mod writer;
 pub use error::{Error, Result};
 pub use event::{Event, Header, SurfaceOp};
 pub use log::{EventLog, Message};
+pub mod tokens;

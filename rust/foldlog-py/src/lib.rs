@@ -5,11 +5,13 @@ mod convert;
 mod errors;
 mod log;
 mod plan;
+mod tokens;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     log::register(m)?;
     plan::register(m)?;
+    tokens::register(m)?;
     Ok(())
 }
