@@ -145,3 +145,13 @@ def test_model_counter_falls_back_to_the_estimate() -> None:
     assert planning.token_counts(
         object(), [{"role": "user", "content": "abcd"}], planning.MessageCounter(Tok())
     ) == [4]
+
+
+def test_model_counter_is_exact_for_known_models() -> None:
+    pytest.importorskip("foldlog.tokens")
+    counter = planning.model_counter("gpt-4o")  # o200k ships with the tokenizer crate, no data files
+    assert isinstance(counter, planning.MessageCounter)
+    from foldlog.tokens import Tokenizer
+
+    msg = {"role": "user", "content": "hello world"}
+    assert counter.count([msg]) == [Tokenizer.for_model("gpt-4o").count_message(msg)]
