@@ -43,6 +43,11 @@ def _agent_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--context-window", type=int, help="context window in tokens (overrides the provider's)")
     p.add_argument("--workspace", metavar="DIR", help="folder the file tools are rooted in (default: .)")
     p.add_argument("--bash", action="store_true", help="enable the bash tool (off by default)")
+    p.add_argument(
+        "--force-tool",
+        metavar="NAME",
+        help="the first step of each turn must call this tool (small local models need the nudge)",
+    )
     p.add_argument("--show-reasoning", action="store_true", help="print the model's reasoning")
 
 

@@ -44,6 +44,23 @@ def currency_of(provider: Any) -> str | None:
     return getattr(price, "currency", None)
 
 
+def force_first_tool(agent: Any, name: str | None) -> None:
+    """Make the first step of each turn call tool ``name`` (OpenAI ``tool_choice``), through the
+    agent's ``request`` hook: later steps choose freely, so the model can answer with the result."""
+    if not name:
+        return
+    known = agent.registry.names
+    if name not in known:
+        raise SystemExit(f"foldlog run: --force-tool {name!r}: no such tool (have: {', '.join(known)})")
+
+    async def first_step_calls(ctx: Any, next: Any) -> Any:
+        if ctx.step == 1:
+            ctx.params["tool_choice"] = {"type": "function", "function": {"name": name}}
+        return await next()
+
+    agent.hooks.request(first_step_calls)
+
+
 async def _main(args: argparse.Namespace, prompt: str) -> int:
     from foldlog.agent import Agent  # type: ignore[import-not-found,unused-ignore]
     from foldlog.cli.agent_setup import make_options, make_provider, make_tools, open_session, workspace_of
@@ -57,6 +74,7 @@ async def _main(args: argparse.Namespace, prompt: str) -> int:
         session = open_session(cfg, args.session, args.continue_latest, workspace)
         try:
             agent = Agent(provider, make_tools(workspace, bash=args.bash), session, options, sink)
+            force_first_tool(agent, getattr(args, "force_tool", None))
             answer, code, error = await drive(agent, prompt)
             session.flush()
         finally:
