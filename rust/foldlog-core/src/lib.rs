@@ -9,6 +9,7 @@ pub mod json_close;
 pub mod log;
 pub mod project;
 pub mod reader;
+pub mod scan;
 pub mod repair;
 pub mod store;
 pub mod surface;
