@@ -165,7 +165,7 @@ def row_b1r(bs: list[Bench]) -> Row:
     cold = find(bs, r"^test_b1r_foldlog_cold")
     peer = find(bs, r"^test_b1r_python")
     if not (warm or cold or peer):
-        row.notes.append("not measured (see bench_resume.py notes)")
+        row.notes.append("not measured: needs the token counter (foldlog.Tokenizer) and the planner on main")
         return row
     row.workload = (warm or cold or peer).extra.get("workload", "")  # type: ignore[union-attr]
     row.ratio = _pair(row, warm, peer, "cached counts", "Python + orjson + tokenizers")

@@ -20,7 +20,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 # bump when the recording changes so stale cached logs are rebuilt
-WORKLOAD_VERSION = 1
+WORKLOAD_VERSION = 2
 
 
 def shared_dir() -> Path:
@@ -125,8 +125,42 @@ def claude_code_conversations() -> Iterator[list[Message]]:
         ]
 
 
+def well_paired(conv: list[Message]) -> list[Message]:
+    """Keep the calls answered right after their assistant message and the results that answer
+    them, so the recorded log is well formed (the load normalizer has nothing to repair)."""
+    out: list[Message] = []
+    i = 0
+    while i < len(conv):
+        m = conv[i]
+        if m["role"] == "tool":
+            i += 1  # an orphan result: its call is not right before it
+            continue
+        if m["role"] == "assistant" and m.get("tool_calls"):
+            j = i + 1
+            while j < len(conv) and conv[j]["role"] == "tool":
+                j += 1
+            results = conv[i + 1 : j]
+            answered = {r.get("tool_call_id") for r in results}
+            calls = [c for c in m["tool_calls"] if c["id"] in answered and c["function"].get("name")]
+            ids = {c["id"] for c in calls}
+            m = {**m, "tool_calls": calls} if calls else {k: v for k, v in m.items() if k != "tool_calls"}
+            if m.get("content") or calls:
+                out.append(m)
+            seen: set[str] = set()
+            for r in results:
+                if r.get("tool_call_id") in ids and r["tool_call_id"] not in seen:
+                    seen.add(r["tool_call_id"])
+                    out.append(r)
+            i = j
+            continue
+        out.append(m)
+        i += 1
+    return out
+
+
 def corpus_conversations() -> list[list[Message]]:
-    return [c for c in (*tau_bench_conversations(), *claude_code_conversations()) if c]
+    convs = (*tau_bench_conversations(), *claude_code_conversations())
+    return [w for w in (well_paired(c) for c in convs) if w]
 
 
 # --- recording --------------------------------------------------------------------------------

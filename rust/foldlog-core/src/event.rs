@@ -189,7 +189,8 @@ impl Event {
                     sources: raw.sources,
                     ignorable: raw.ignorable,
                 };
-                return Self::from_parts(line, env, raw.data, raw.surface_op).map_err(|e| (false, e));
+                return Self::from_parts(line, env, raw.data, raw.surface_op)
+                    .map_err(|e| (false, e));
             }
         }
         let env: Envelope<'_> = serde_json::from_str(line).map_err(|e| {

@@ -25,16 +25,28 @@ const MAX_DEPTH: usize = 100;
 struct Scanner<'a> {
     b: &'a [u8],
     i: usize,
+    /// Validate fully (a line being read) or only find the structure (already validated `data`).
+    check: bool,
 }
 
 const LO: u64 = 0x0101_0101_0101_0101;
 const HI: u64 = 0x8080_8080_8080_8080;
 
-/// Bytes of `x` that are zero have their high bit set in the result (exact, no false positives
-/// below the first match: the classic `haszero` bit trick, used only to find the first hit).
-#[inline(always)]
-fn zero_bytes(x: u64) -> u64 {
-    x.wrapping_sub(LO) & !x & HI
+/// Any byte below 0x20 (JSON strings must escape control characters), eight bytes at a time:
+/// `(w - 0x20…) & !w` sets a byte's high bit when it was below 0x20 (no false negatives; a false
+/// positive only above a true hit, which does not matter for "any").
+#[inline]
+fn has_control(s: &[u8]) -> bool {
+    let mut words = s.chunks_exact(8);
+    let mut hit = 0u64;
+    for (n, c) in (&mut words).enumerate() {
+        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        hit |= w.wrapping_sub(LO * 0x20) & !w & HI;
+        if n % 8 == 7 && hit != 0 {
+            return true;
+        }
+    }
+    hit != 0 || words.remainder().iter().any(|&x| x < 0x20)
 }
 
 impl<'a> Scanner<'a> {
@@ -61,46 +73,33 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// After the opening quote: skip to the closing quote, validating escapes and refusing
-    /// control characters. Returns whether the string held an escape.
+    /// After the opening quote: skip to the closing quote, validating escapes and (when
+    /// `self.check`) refusing control characters. Returns whether the string held an escape.
     fn string_tail(&mut self) -> Option<bool> {
         let b = self.b;
         let mut escaped = false;
         loop {
-            // eight bytes at a time until one may be `"`, `\` or a control character
-            while self.i + 8 <= b.len() {
-                let w = u64::from_le_bytes(b[self.i..self.i + 8].try_into().ok()?);
-                let quote = zero_bytes(w ^ (LO * b'"' as u64));
-                let slash = zero_bytes(w ^ (LO * b'\\' as u64));
-                // bytes < 0x20: (w - 0x20..) borrows into the high bit where the byte was small
-                let ctrl = w.wrapping_sub(LO * 0x20) & !w & HI;
-                let hits = quote | slash | ctrl;
-                if hits != 0 {
-                    self.i += (hits.trailing_zeros() / 8) as usize;
-                    break;
-                }
-                self.i += 8;
+            // the next quote or backslash (SIMD); the bytes before it must not be control characters
+            let rest = &b[self.i..];
+            let pos = memchr::memchr2(b'"', b'\\', rest)?;
+            if self.check && has_control(&rest[..pos]) {
+                return None;
             }
-            let c = *b.get(self.i)?;
-            self.i += 1;
-            match c {
-                b'"' => return Some(escaped),
-                b'\\' => {
-                    escaped = true;
-                    match *b.get(self.i)? {
-                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.i += 1,
-                        b'u' => {
-                            let hex = b.get(self.i + 1..self.i + 5)?;
-                            if !hex.iter().all(u8::is_ascii_hexdigit) {
-                                return None;
-                            }
-                            self.i += 5;
-                        }
-                        _ => return None,
+            self.i += pos + 1;
+            if rest[pos] == b'"' {
+                return Some(escaped);
+            }
+            escaped = true;
+            match *b.get(self.i)? {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.i += 1,
+                b'u' => {
+                    let hex = b.get(self.i + 1..self.i + 5)?;
+                    if !hex.iter().all(u8::is_ascii_hexdigit) {
+                        return None;
                     }
+                    self.i += 5;
                 }
-                0..=0x1f => return None,
-                _ => {}
+                _ => return None,
             }
         }
     }
@@ -260,6 +259,7 @@ pub fn envelope(line: &str) -> Option<RawEnvelope<'_>> {
     let mut s = Scanner {
         b: line.as_bytes(),
         i: 0,
+        check: true,
     };
     let mut env = RawEnvelope::default();
     let mut seen_ignorable = false;
@@ -375,9 +375,11 @@ pub fn envelope(line: &str) -> Option<RawEnvelope<'_>> {
 /// The raw values of the given top-level keys of a JSON object (the last one wins for a repeated
 /// key, as when it is parsed into a map). `None` when `json` is not a plain object.
 pub fn fields<'a, const N: usize>(json: &'a str, keys: [&str; N]) -> Option<[Option<&'a str>; N]> {
+    // `data` of an event was validated when it was read or written: only find its structure
     let mut s = Scanner {
         b: json.as_bytes(),
         i: 0,
+        check: false,
     };
     let mut out = [None; N];
     s.eat(b'{')?;
@@ -412,9 +414,58 @@ pub fn string(raw: &str) -> Option<std::borrow::Cow<'_, str>> {
     if !inner.contains('\\') {
         return Some(std::borrow::Cow::Borrowed(inner));
     }
-    serde_json::from_str::<String>(raw)
-        .ok()
+    unescape(inner)
+        .or_else(|| serde_json::from_str::<String>(raw).ok())
         .map(std::borrow::Cow::Owned)
+}
+
+fn hex4(b: &[u8]) -> Option<u32> {
+    let text = std::str::from_utf8(b.get(..4)?).ok()?;
+    u32::from_str_radix(text, 16).ok()
+}
+
+/// Decode the escapes of a validated JSON string body; `None` for a lone surrogate (the caller
+/// lets serde_json decide those).
+fn unescape(inner: &str) -> Option<String> {
+    let b = inner.as_bytes();
+    let mut out = String::with_capacity(inner.len());
+    let mut i = 0;
+    while let Some(p) = memchr::memchr(b'\\', &b[i..]) {
+        out.push_str(&inner[i..i + p]);
+        i += p + 1;
+        let c = *b.get(i)?;
+        i += 1;
+        out.push(match c {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let hi = hex4(&b[i..])?;
+                i += 4;
+                if (0xD800..0xDC00).contains(&hi) {
+                    if b.get(i..i + 2)? != b"\\u" {
+                        return None;
+                    }
+                    let lo = hex4(&b[i + 2..])?;
+                    if !(0xDC00..0xE000).contains(&lo) {
+                        return None;
+                    }
+                    i += 6;
+                    char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))?
+                } else {
+                    char::from_u32(hi)?
+                }
+            }
+            _ => return None,
+        });
+    }
+    out.push_str(&inner[i..]);
+    Some(out)
 }
 
 #[cfg(test)]
@@ -436,6 +487,21 @@ mod tests {
     }
 
     #[test]
+    fn unescapes_like_serde() {
+        for raw in [
+            r#""a\nb\t\"q\" \\ \/ \b\f\r""#,
+            r#""\u00e9\u20ac \ud83d\ude00 end""#,
+            r#""\u0000x""#,
+        ] {
+            let ours = string(raw).unwrap();
+            let theirs: String = serde_json::from_str(raw).unwrap();
+            assert_eq!(ours, theirs, "{raw}");
+        }
+        assert!(unescape(r"lone \ud83d here").is_none());
+        assert!(string(r#""\udc00""#).is_none());
+    }
+
+    #[test]
     fn plain_event() {
         let line = r#"{"type":"tool/result","seq":7,"time":-3,"data":{"a":"x\"y\u00e9","b":[1,2.5e-3,true,null]},"surfaceOp":"append","sourceEventSeqs":[6, 2]}"#;
         let e = envelope(line).unwrap();
@@ -443,7 +509,10 @@ mod tests {
         assert_eq!(e.seq, Some(7));
         assert_eq!(e.time, Some(-3));
         let (a, b) = e.data.unwrap();
-        assert_eq!(&line[a..b], r#"{"a":"x\"y\u00e9","b":[1,2.5e-3,true,null]}"#);
+        assert_eq!(
+            &line[a..b],
+            r#"{"a":"x\"y\u00e9","b":[1,2.5e-3,true,null]}"#
+        );
         let (a, b) = e.surface_op.unwrap();
         assert_eq!(&line[a..b], "\"append\"");
         assert_eq!(e.sources, Some(vec![6, 2]));
@@ -492,7 +561,8 @@ mod tests {
             assert!(serde_ok(&line));
             let (a, b) = e.data.unwrap();
             assert!(line[a..b].ends_with("\"}"));
-            let ctrl = format!("{{\"type\":\"x\",\"seq\":1,\"data\":{{\"k\":\"{body}\u{1}{body}\"}}}}");
+            let ctrl =
+                format!("{{\"type\":\"x\",\"seq\":1,\"data\":{{\"k\":\"{body}\u{1}{body}\"}}}}");
             assert!(envelope(&ctrl).is_none());
             let hi = format!(r#"{{"type":"x","seq":1,"data":{{"k":"{body}é€😀{body}"}}}}"#);
             assert!(envelope(&hi).is_some());
