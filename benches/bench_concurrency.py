@@ -68,11 +68,12 @@ def _record(benchmark: Any, label: str, held: list[Any], before: int) -> None:
 
 def test_b7_openai_agents(benchmark: Any, server: str) -> None:
     agents = pytest.importorskip("agents")
+    import httpx
     from openai import AsyncOpenAI
 
     agents.set_tracing_disabled(True)
 
-    @agents.function_tool
+    @agents.function_tool  # type: ignore[untyped-decorator]
     def noop(i: int) -> str:
         """Do nothing."""
         return "ok"
@@ -83,7 +84,9 @@ def test_b7_openai_agents(benchmark: Any, server: str) -> None:
 
     async def all_sessions(db: Path) -> list[str]:
         # the HTTP client belongs to the event loop of its round
-        client = AsyncOpenAI(base_url=server, api_key="mock", max_retries=0)
+        # generous connect/pool timeouts: 1,000 requests open at once on a loaded 2-core machine
+        timeout = httpx.Timeout(600.0, connect=300.0, pool=600.0)
+        client = AsyncOpenAI(base_url=server, api_key="mock", max_retries=0, timeout=timeout)
         model = agents.OpenAIChatCompletionsModel(model="mock", openai_client=client)
         agent = agents.Agent(name="bench", instructions="Use the tool.", tools=[noop], model=model)
 
@@ -105,7 +108,7 @@ def test_b7_openai_agents(benchmark: Any, server: str) -> None:
 
     before = rss_bytes()
     benchmark.group = GROUP
-    benchmark.pedantic(run, rounds=3, warmup_rounds=0)
+    benchmark.pedantic(run, rounds=int(os.environ.get("FOLDLOG_B7_ROUNDS", "3")), warmup_rounds=0)
     _record(benchmark, "OpenAI Agents SDK + SQLiteSession", held, before)
 
 
@@ -114,4 +117,6 @@ def test_b7_foldlog(benchmark: Any, server: str) -> None:
 
     if not hasattr(foldlog, "Agent"):
         pytest.skip("foldlog.Agent is not on this build yet (B7 foldlog side not measured)")
-    pytest.skip("the foldlog side of B7 is not written yet: it needs foldlog.Agent with an OpenAI-compatible provider")
+    pytest.skip(
+        "the foldlog side of B7 is not written yet: it needs foldlog.Agent with an OpenAI-compatible provider"
+    )

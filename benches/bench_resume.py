@@ -19,10 +19,10 @@ import importlib
 from typing import Any
 
 import pytest
-from workloads import Workload
 
 import foldlog
 from foldlog import Session
+from workloads import Workload
 
 
 def _available() -> dict[str, bool]:
@@ -34,7 +34,10 @@ def _missing() -> str:
     have = _available()
     gone = [
         what
-        for what, ok in (("token recount (foldlog.Tokenizer)", have["tokens"]), ("re-plan (planner)", have["plan"]))
+        for what, ok in (
+            ("token recount (foldlog.Tokenizer)", have["tokens"]),
+            ("re-plan (planner)", have["plan"]),
+        )
         if not ok
     ]
     return ("not in this build, so not timed: " + ", ".join(gone)) if gone else ""
@@ -86,3 +89,19 @@ def test_b2_full(benchmark: Any, session: Session, log_100k_workload: Workload) 
     _info(benchmark, log_100k_workload, "full recompute")
     data = session._core.to_bytes()
     benchmark.pedantic(full_recompute, args=(data,), rounds=3, warmup_rounds=1)
+
+
+def step_without_body(s: Session, i: int) -> int:
+    turn = s.last_turn
+    s.append_event("step/start", {"turn": turn, "step": 10**6 + i})
+    s.add({"role": "assistant", "content": f"step {i}: done"})
+    s.append_event("step/end", {"turn": turn, "step": 10**6 + i})
+    return len(s.derive_messages())
+
+
+def test_b2_incremental_no_body(benchmark: Any, session: Session, log_100k_workload: Workload) -> None:
+    """The step minus the request body: what the body's O(history) serialisation costs."""
+    benchmark.group = "B2 one more step"
+    _info(benchmark, log_100k_workload, "foldlog, no body")
+    counter = iter(range(10**9))
+    benchmark.pedantic(lambda: step_without_body(session, next(counter)), rounds=200, warmup_rounds=5)

@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from workloads import Workload, log_100k, log_100mb  # noqa: E402
+from workloads import Workload, log_100k, log_100mb
 
 
 @pytest.fixture(scope="session")

@@ -36,7 +36,11 @@ def answer(request: dict[str, Any], steps: int) -> tuple[str, list[dict[str, Any
     """(content, tool calls, finish reason) for this request."""
     done = sum(1 for m in request.get("messages", []) if m.get("role") == "tool")
     if done < steps - 1:
-        call = {"id": f"call_{done}", "type": "function", "function": {"name": "noop", "arguments": json.dumps({"i": done})}}
+        call = {
+            "id": f"call_{done}",
+            "type": "function",
+            "function": {"name": "noop", "arguments": json.dumps({"i": done})},
+        }
         return "", [call], "tool_calls"
     return "done", [], "stop"
 
@@ -64,25 +68,40 @@ def response(request: dict[str, Any], steps: int) -> tuple[bytes, bytes]:
         c = calls[0]
         start = {"index": 0, "id": c["id"], "type": "function", "function": {"name": "noop", "arguments": ""}}
         out.append(_chunk(cid, {"tool_calls": [start]}))
-        out.append(_chunk(cid, {"tool_calls": [{"index": 0, "function": {"arguments": c["function"]["arguments"]}}]}))
+        out.append(
+            _chunk(cid, {"tool_calls": [{"index": 0, "function": {"arguments": c["function"]["arguments"]}}]})
+        )
     else:
         out.append(_chunk(cid, {"content": content}))
     out.append(_chunk(cid, {}, finish))
-    tail = {"id": cid, "object": "chat.completion.chunk", "created": 0, "model": "mock", "choices": [], "usage": usage}
+    tail = {
+        "id": cid,
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "mock",
+        "choices": [],
+        "usage": usage,
+    }
     out.append(b"data: " + json.dumps(tail).encode() + b"\n\ndata: [DONE]\n\n")
     return b"text/event-stream", b"".join(out)
 
 
-async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, steps: int, sem: asyncio.Semaphore) -> None:
+async def handle(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, steps: int, sem: asyncio.Semaphore
+) -> None:
     async with sem:
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
                 lines = head.decode("latin-1").split("\r\n")
-                headers = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)}
+                headers = {
+                    k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)
+                }
                 length = int(headers.get("content-length", "0"))
                 if length > MAX_BODY:
-                    writer.write(b"HTTP/1.1 413 Payload Too Large\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                    writer.write(
+                        b"HTTP/1.1 413 Payload Too Large\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                    )
                     break
                 body = await reader.readexactly(length) if length else b"{}"
                 ctype, payload = response(json.loads(body or b"{}"), steps)

@@ -90,7 +90,9 @@ def _calls(msg: dict[str, Any], seq: int, dumps: Callable[[Any], str]) -> list[d
     return out
 
 
-def project(ev: dict[str, Any], events: list[dict[str, Any]], dumps: Callable[[Any], str]) -> dict[str, Any] | None:
+def project(
+    ev: dict[str, Any], events: list[dict[str, Any]], dumps: Callable[[Any], str]
+) -> dict[str, Any] | None:
     kind = ev["type"]
     data = ev["data"]
     if kind in ("system/message", "user/message"):
@@ -190,7 +192,6 @@ def load(path: str, loads: Loads, dumps: Callable[[Any], str]) -> tuple[list[dic
     events: list[dict[str, Any]] = []
     surface: list[int] = []
     open_turn = False
-    open_step = False
     first = True
     for n, line in enumerate(raw.split(b"\n"), 1):
         line = line.strip()
@@ -228,11 +229,9 @@ def load(path: str, loads: Loads, dumps: Callable[[Any], str]) -> tuple[list[dic
         if kind == "turn/start":
             open_turn = True
         elif kind == "turn/end":
-            open_turn = open_step = False
+            open_turn = False
         elif kind == "step/start":
-            open_turn = open_step = True
-        elif kind == "step/end":
-            open_step = False
+            open_turn = True
         events.append(ev)
     messages = []
     for s in surface:

@@ -88,7 +88,11 @@ def claude_code_conversations() -> Iterator[list[Message]]:
                         cur["content"] = (cur["content"] + "\n" if cur["content"] else "") + b["text"]
                     elif b.get("type") == "tool_use":
                         args = json.dumps(b.get("input") or {}, ensure_ascii=False)
-                        call = {"id": b["id"], "type": "function", "function": {"name": b["name"], "arguments": args}}
+                        call = {
+                            "id": b["id"],
+                            "type": "function",
+                            "function": {"name": b["name"], "arguments": args},
+                        }
                         cur.setdefault("tool_calls", []).append(call)
             elif kind == "user" and not rec.get("isMeta"):
                 last_id = None
