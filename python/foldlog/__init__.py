@@ -23,6 +23,7 @@ from foldlog.errors import (
     SessionLockedError,
     StorageError,
     StreamInterrupted,
+    TokenizerError,
     UnsupportedFormatError,
 )
 
@@ -31,10 +32,34 @@ __version__ = "0.1.0"
 # public name -> module that defines it; resolved on first attribute access (PEP 562)
 _LAZY: dict[str, str] = {
     "Session": "foldlog.session",
+    "Tokenizer": "foldlog.tokens",
+    "count_tokens": "foldlog.tokens",
+    "Agent": "foldlog.agent",
+    "Options": "foldlog.options",
+    "tool": "foldlog.tools.registry",
+    "Tool": "foldlog.tools.registry",
+    "ToolRegistry": "foldlog.tools.registry",
+    "run_subagent": "foldlog.subagent",
+    "OpenAICompatible": "foldlog.providers.openai_compat",
+    "DeepSeek": "foldlog.providers.deepseek",
+    "OpenAI": "foldlog.providers.openai",
+    "LocalLlama": "foldlog.providers.local",
+    "Compactor": "foldlog.compaction",
+    "CompactionResult": "foldlog.compaction",
 }
 
 if TYPE_CHECKING:
+    from foldlog.agent import Agent
+    from foldlog.compaction import CompactionResult, Compactor
+    from foldlog.options import Options
+    from foldlog.providers.deepseek import DeepSeek
+    from foldlog.providers.local import LocalLlama
+    from foldlog.providers.openai import OpenAI
+    from foldlog.providers.openai_compat import OpenAICompatible
     from foldlog.session import Session
+    from foldlog.subagent import run_subagent
+    from foldlog.tokens import Tokenizer, count_tokens
+    from foldlog.tools.registry import Tool, ToolRegistry, tool
 
 
 def __getattr__(name: str) -> Any:
@@ -54,13 +79,21 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "APIError",
+    "Agent",
     "AuthError",
     "CompactionError",
+    "CompactionResult",
+    "Compactor",
     "CorruptLogError",
+    "DeepSeek",
     "FoldlogError",
     "HookError",
     "InvalidEventError",
+    "LocalLlama",
     "MaxStepsExceeded",
+    "OpenAI",
+    "OpenAICompatible",
+    "Options",
     "ProviderError",
     "ProviderTimeout",
     "RunCancelled",
@@ -68,6 +101,13 @@ __all__ = [
     "SessionLockedError",
     "StorageError",
     "StreamInterrupted",
+    "Tokenizer",
+    "TokenizerError",
+    "Tool",
+    "ToolRegistry",
     "UnsupportedFormatError",
     "__version__",
+    "count_tokens",
+    "run_subagent",
+    "tool",
 ]

@@ -44,6 +44,11 @@ class SessionLockedError(StorageError):
         self.holder = holder
 
 
+class TokenizerError(FoldlogError, ValueError):
+    """A tokenizer cannot be loaded (its data file is missing or not in a supported form), or
+    token ids were asked of the estimate, which has none."""
+
+
 # --- the agent loop ------------------------------------------------------------------------
 
 

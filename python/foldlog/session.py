@@ -257,7 +257,9 @@ class Session:
         Returns the event's seq.
         """
         if not isinstance(message, Mapping):
-            raise InvalidEventError(f"a message must be a mapping with a 'role', not {type(message).__name__}")
+            raise InvalidEventError(
+                f"a message must be a mapping with a 'role', not {type(message).__name__}"
+            )
         with self._lock:
             seq = self._core.add_message(message, now_ms())
         return self._committed(seq)
@@ -367,10 +369,21 @@ class Session:
         """An immutable copy of the derived history, safe to keep while the loop writes."""
         return self.derive_messages()
 
-    def wire_messages(self) -> list[dict[str, Any]]:
+    def wire_messages(self) -> list[Mapping[str, Any]]:
         """What a request would carry now: the derived messages after the strict send normalizer
-        (results paired to calls, named, orphans dropped, missing results filled). Fresh dicts."""
-        return self._core.wire_messages()
+        (results paired to calls, named, orphans dropped, missing results filled).
+
+        The list is new; the messages are the immutable derived ones wherever the normalizer left
+        them unchanged (so a request costs no conversion of the history), new frozen ones where it
+        filled or renamed a result. Use `thaw` (``foldlog._frozen``) for mutable copies.
+        """
+        with self._lock:
+            derived = self.derive_messages()
+            gen, plan = self._core.wire_plan()
+            if gen != self._derived_gen:  # rewritten between the two calls: take a consistent pair
+                derived = self.derive_messages()
+                gen, plan = self._core.wire_plan()
+            return [derived[item] if isinstance(item, int) else freeze(item) for item in plan]
 
     def wire_json(self) -> bytes:
         """`wire_messages()` as JSON bytes, built in the core without Python objects."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from foldlog.providers.base import (
     Chunk,
     Done,
@@ -17,17 +19,69 @@ from foldlog.providers.base import (
     UsageChunk,
 )
 
+# public name -> module defining it (PEP 562 lazy attributes: httpx and friends load on use)
+_LAZY: dict[str, str] = {
+    "OpenAICompatible": "foldlog.providers.openai_compat",
+    "DeepSeek": "foldlog.providers.deepseek",
+    "OpenAI": "foldlog.providers.openai",
+    "LocalLlama": "foldlog.providers.local",
+    "LlamaServer": "foldlog.providers.local",
+    "RetryPolicy": "foldlog.providers.retry",
+    "Price": "foldlog.providers.pricing",
+    "UsageMeter": "foldlog.providers.pricing",
+    "Completion": "foldlog.providers.collect",
+    "collect": "foldlog.providers.collect",
+    "Scripted": "foldlog.providers.scripted",
+}
+
+if TYPE_CHECKING:
+    from foldlog.providers.collect import Completion, collect
+    from foldlog.providers.deepseek import DeepSeek
+    from foldlog.providers.local import LlamaServer, LocalLlama
+    from foldlog.providers.openai import OpenAI
+    from foldlog.providers.openai_compat import OpenAICompatible
+    from foldlog.providers.pricing import Price, UsageMeter
+    from foldlog.providers.retry import RetryPolicy
+    from foldlog.providers.scripted import Scripted
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'foldlog.providers' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
 __all__ = [
     "Chunk",
+    "Completion",
+    "DeepSeek",
     "Done",
     "ErrorChunk",
+    "LlamaServer",
+    "LocalLlama",
+    "OpenAI",
+    "OpenAICompatible",
+    "Price",
     "Provider",
     "ReasoningDelta",
     "Request",
+    "RetryPolicy",
+    "Scripted",
     "TextDelta",
     "ToolCall",
     "ToolCallChunk",
     "ToolCallStart",
     "Usage",
     "UsageChunk",
+    "UsageMeter",
+    "collect",
 ]

@@ -1,20 +1,25 @@
 """The JSONL file store: one file per session, ``<root>/<session-id>.jsonl``, header first.
 
 The writer (lock, batched fsynced appends, the check that the file is what the writer left) is
-in the Rust core; this module only adapts it to the store protocol.
+in the Rust core; this module adapts it to the store contract of `foldlog.stores.base`.
 """
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from foldlog import _core
 from foldlog.errors import StorageError
+from foldlog.stores.base import SessionInfo, check_batch, check_header
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+_TURN = re.compile(rb'"type"\s*:\s*"turn/start"')
+_USER = re.compile(rb'"type"\s*:\s*"user/message"')
+_SEQ = re.compile(rb'"seq"\s*:\s*(\d+)')
 
 
 def check_session_id(session_id: str) -> str:
@@ -26,27 +31,67 @@ def check_session_id(session_id: str) -> str:
     return session_id
 
 
+def _last_seq(data: bytes) -> int:
+    """Seq of the last complete event line (-1 when there is none)."""
+    end = len(data)
+    while end > 0:
+        start = data.rfind(b"\n", 0, end - 1) + 1
+        line = data[start:end].strip()
+        end = start
+        if not line or not line.endswith(b"}"):
+            continue
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(ev, dict) and ev.get("type") != "session" and isinstance(ev.get("seq"), int):
+            return int(ev["seq"])
+    return -1
+
+
 class FileStoreWriter:
     """The single writer of one session file. Holds ``<file>.lock`` until closed."""
 
     def __init__(self, path: str | os.PathLike[str], header_line: bytes, *, durable: bool = True) -> None:
         self.path = Path(path)
-        self._core, self._bytes = _core.FileWriter.open(self.path, header_line.decode(), durable)
+        header = check_header(self.path.stem, header_line)
+        self._core, opened = _core.FileWriter.open(self.path, header.decode(), durable)
+        self._opened: bytes | None = opened
+        self._next_seq: int | None = None
 
     def read_log(self) -> bytes:
-        """The file's bytes as found when the writer opened it (read under the lock)."""
-        return self._bytes
+        """The stored log, read under the writer's lock (the first call reuses the bytes read on open)."""
+        if self._opened is not None:
+            data, self._opened = self._opened, None
+            return data
+        try:
+            return self.path.read_bytes()
+        except FileNotFoundError:
+            raise StorageError(f"session file {self.path} was deleted under its writer") from None
 
     def cut_tail(self, valid_len: int, add_newline: bool) -> None:
         """Cut a torn last line found on open (and end the last good line with a newline)."""
         self._core.cut_to(valid_len, add_newline)
 
     def append(self, lines: bytes, first_seq: int, count: int) -> None:
+        """Store one batch durably; it must continue the stored log (`StorageError` otherwise)."""
+        check_batch(lines, first_seq, count)
+        if self._next_seq is None:
+            self._next_seq = _last_seq(self.read_log()) + 1
+        if first_seq != self._next_seq:
+            raise StorageError(
+                f"session file {self.path}: batch starts at seq {first_seq}, "
+                f"but the stored log continues at {self._next_seq}"
+            )
         self._core.append(lines)
+        self._next_seq = first_seq + count
 
     def append_from(self, log: _core.Log) -> int:
-        """Flush the log's pending batch straight from the core (no copy through Python)."""
-        return log.flush_to(self._core)
+        """Flush the log's pending batch straight from the core (no copy through Python). The
+        core checks the file is exactly what this writer left, which implies seq continuity."""
+        n = log.flush_to(self._core)
+        self._next_seq = None
+        return n
 
     def close(self) -> None:
         self._core.close()
@@ -54,14 +99,6 @@ class FileStoreWriter:
     @property
     def closed(self) -> bool:
         return self._core.closed
-
-
-@dataclass(frozen=True)
-class SessionFile:
-    id: str
-    path: Path
-    size: int
-    modified: float
 
 
 class FileStore:
@@ -85,16 +122,79 @@ class FileStore:
             self.root.mkdir(parents=True, mode=0o700, exist_ok=True)
         return FileStoreWriter(self.path_for(session_id), header_line, durable=durable)
 
-    def list_sessions(self) -> list[SessionFile]:
-        """Sessions in the folder, newest first."""
+    def list_sessions(self) -> list[SessionInfo]:
+        """Every session in the folder, most recently updated first. Quick with many large logs:
+        it reads each file's bytes once and decodes only its header and first user message."""
         if not self.root.is_dir():
             return []
         out = []
         for p in self.root.glob("*.jsonl"):
-            st = p.stat()
-            out.append(SessionFile(p.stem, p, st.st_size, st.st_mtime))
-        out.sort(key=lambda s: s.modified, reverse=True)
+            try:
+                out.append(describe(p))
+            except OSError:
+                continue  # removed while we looked
+        out.sort(key=lambda s: s.updated, reverse=True)
         return out
 
     def __repr__(self) -> str:
         return f"FileStore({str(self.root)!r})"
+
+
+def holder_of(path: Path) -> str | None:
+    """Who holds the session's writer lock now (``pid N@host``), or None when nobody does."""
+    lock = path.with_suffix(".lock")
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return os.read(fd, 4096).decode(errors="replace").strip() or "another process"
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def _preview(data: bytes, limit: int = 72) -> str | None:
+    from foldlog.project_text import text_of
+
+    for line in data.splitlines():
+        if not _USER.search(line):
+            continue
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        content = ev.get("data", {}).get("content") if isinstance(ev, dict) else None
+        text = " ".join(text_of(content).split())
+        if text:
+            return text if len(text) <= limit else text[: limit - 1] + "…"
+    return None
+
+
+def describe(path: Path) -> SessionInfo:
+    """One session file as a listing row."""
+    stat = path.stat()
+    data = path.read_bytes()
+    session_id, created = path.stem, int(stat.st_mtime * 1000)
+    first = data.split(b"\n", 1)[0]
+    try:
+        header = json.loads(first)
+        if isinstance(header, dict) and header.get("type") == "session":
+            session_id = str(header.get("id") or session_id)
+            created = int(header.get("createdAt") or created)
+    except ValueError:
+        pass
+    return SessionInfo(
+        id=session_id,
+        created=created,
+        updated=int(stat.st_mtime * 1000),
+        last_seq=_last_seq(data),
+        size=stat.st_size,
+        turns=len(_TURN.findall(data)),
+        holder=holder_of(path),
+        preview=_preview(data),
+    )

@@ -15,11 +15,30 @@ fn role(m: &Value) -> &str {
     m.get("role").and_then(Value::as_str).unwrap_or("")
 }
 
+/// One message of a request: a derived message reused as it is (its index), or a new one.
+#[derive(Debug, Clone)]
+pub enum Sent {
+    Same(usize),
+    New(Message),
+}
+
 /// The messages a request carries. Borrowed messages are reused where nothing changes.
 pub fn normalize_for_send(messages: &[Message]) -> Vec<Message> {
+    plan_send(messages)
+        .into_iter()
+        .map(|s| match s {
+            Sent::Same(i) => messages[i].clone(),
+            Sent::New(m) => m,
+        })
+        .collect()
+}
+
+/// The send normalizer as a plan over the derived messages, so callers holding converted
+/// copies of the derived messages (the Python cache) reuse them instead of converting again.
+pub fn plan_send(messages: &[Message]) -> Vec<Sent> {
     let n = messages.len();
     let mut used = vec![false; n];
-    let mut out: Vec<Message> = Vec::with_capacity(n);
+    let mut out: Vec<Sent> = Vec::with_capacity(n);
     // results by call id, in order: one map instead of a scan per call keeps this linear
     let mut by_id: HashMap<&str, VecDeque<usize>> = HashMap::new();
     for (j, m) in messages.iter().enumerate() {
@@ -34,7 +53,7 @@ pub fn normalize_for_send(messages: &[Message]) -> Vec<Message> {
         match role(m) {
             "tool" => continue, // placed with their call (below) or dropped as orphans
             "assistant" => {
-                out.push(m.clone());
+                out.push(Sent::Same(i));
                 let Some(Value::Array(calls)) = m.get("tool_calls") else {
                     continue;
                 };
@@ -70,21 +89,21 @@ pub fn normalize_for_send(messages: &[Message]) -> Vec<Message> {
                             let same = r.get("tool_call_id").and_then(Value::as_str) == Some(id)
                                 && r.get("name").and_then(Value::as_str) == Some(name);
                             if same {
-                                out.push(r.clone());
+                                out.push(Sent::Same(j));
                             } else {
                                 let mut fixed = (**r).clone();
                                 fixed["tool_call_id"] = Value::from(id);
                                 fixed["name"] = Value::from(name);
-                                out.push(Arc::new(fixed));
+                                out.push(Sent::New(Arc::new(fixed)));
                             }
                         }
-                        None => out.push(Arc::new(json!({
+                        None => out.push(Sent::New(Arc::new(json!({
                             "role": "tool", "tool_call_id": id, "name": name, "content": NO_RESULT
-                        }))),
+                        })))),
                     }
                 }
             }
-            _ => out.push(m.clone()),
+            _ => out.push(Sent::Same(i)),
         }
     }
     out

@@ -4,10 +4,14 @@ use pyo3::prelude::*;
 mod convert;
 mod errors;
 mod log;
+mod plan;
+mod tokens;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     log::register(m)?;
+    tokens::register(m)?;
+    plan::register(m)?;
     Ok(())
 }

@@ -242,6 +242,22 @@ impl Log {
         list_of(py, sent.iter().map(|m| (**m).clone()))
     }
 
+    /// The send normalizer as a plan over the derived messages: `(rewrite_version, items)` where
+    /// an item is the index of a derived message sent as it is, or a new message dict.
+    fn wire_plan<'py>(&self, py: Python<'py>) -> PyResult<(u64, Bound<'py, PyList>)> {
+        let (gen, plan) = self.with_write(py, |log| {
+            (log.rewrite_version(), wire::plan_send(log.derive()))
+        })?;
+        let out = PyList::empty(py);
+        for item in plan {
+            match item {
+                wire::Sent::Same(i) => out.append(i)?,
+                wire::Sent::New(m) => out.append(to_py(py, &m)?)?,
+            }
+        }
+        Ok((gen, out))
+    }
+
     /// The wire messages as JSON bytes (a JSON array), built without Python objects.
     fn wire_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let bytes = self.with_write(py, |log| {

@@ -1,0 +1,1 @@
+"""The ``foldlog`` command line (entry point :func:`foldlog.cli.main.main`)."""

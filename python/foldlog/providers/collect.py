@@ -1,0 +1,54 @@
+"""Drain a provider stream into one :class:`Completion` (scripts, tests, summaries)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from foldlog.providers.base import Chunk, FinishReason, ToolCall, ToolCallStart, Usage
+
+
+@dataclass(slots=True)
+class Completion:
+    text: str = ""
+    reasoning: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    started: list[ToolCallStart] = field(default_factory=list)
+    usage: Usage | None = None
+    finish_reason: FinishReason | None = None
+    chunks: int = 0
+
+    def message(self) -> dict[str, object]:
+        """The assistant message in OpenAI chat shape (``reasoning_content`` when there is some)."""
+        msg: dict[str, object] = {"role": "assistant", "content": self.text}
+        if self.reasoning:
+            msg["reasoning_content"] = self.reasoning
+        if self.tool_calls:
+            msg["tool_calls"] = [c.to_openai() for c in self.tool_calls]
+        return msg
+
+
+async def collect(stream: AsyncIterator[Chunk]) -> Completion:
+    """Read a whole stream; an ``error`` chunk is raised. Pieces are joined once at the end."""
+    text: list[str] = []
+    reasoning: list[str] = []
+    out = Completion()
+    async for chunk in stream:
+        out.chunks += 1
+        if chunk.kind == "text":
+            text.append(chunk.text)
+        elif chunk.kind == "reasoning":
+            reasoning.append(chunk.text)
+        elif chunk.kind == "tool_call_start":
+            out.started.append(chunk)
+        elif chunk.kind == "tool_call":
+            out.tool_calls.append(chunk.call)
+        elif chunk.kind == "usage":
+            out.usage = chunk.usage
+        elif chunk.kind == "done":
+            out.finish_reason = chunk.finish_reason
+        elif chunk.kind == "error":
+            raise chunk.error
+    out.text = "".join(text)
+    out.reasoning = "".join(reasoning)
+    return out

@@ -1,0 +1,415 @@
+"""A provider for any OpenAI-compatible chat-completions endpoint, streamed over httpx.
+
+DeepSeek, OpenAI, the llama.cpp server, vLLM and gateways all speak this dialect. The one
+:class:`OpenAICompatible` class owns the HTTP side (a pooled ``httpx.AsyncClient``, retries,
+replays, the stall watchdog); :mod:`foldlog.providers.assemble` owns the stream format.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import re
+import ssl
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from foldlog.errors import APIError, AuthError, ProviderError, ProviderTimeout, StreamInterrupted
+from foldlog.providers.assemble import ChatStreamAssembler
+from foldlog.providers.base import Chunk, ErrorChunk, Request
+from foldlog.providers.retry import OnRetry, RetryPolicy, is_retryable_status
+from foldlog.providers.sse import SSEDecoder, SSEEvent
+
+if TYPE_CHECKING:
+    import httpx
+
+log = logging.getLogger("foldlog.providers")
+
+ERROR_BODY_LIMIT = 4096
+_BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',]+")
+
+
+class _Cut(Exception):
+    """The response body ended or stalled before the reply was complete."""
+
+    def __init__(self, reason: str, *, stalled: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.stalled = stalled
+
+
+class OpenAICompatible:
+    """Streams chat completions from ``{base_url}/chat/completions``.
+
+    ``timeout`` bounds connecting and sending; ``stall_timeout`` is the watchdog: no bytes for
+    that long (waiting for headers or inside the body) counts as a cut connection.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        model: str | None = None,
+        *,
+        timeout: float = 30.0,
+        stall_timeout: float = 120.0,
+        max_retries: int = 10,
+        retry: RetryPolicy | None = None,
+        headers: Mapping[str, str] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,
+        context_window: int | None = None,
+        on_retry: OnRetry | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must be an http(s) URL, got {base_url!r}")
+        if not model:
+            raise ValueError("model is required (the name the endpoint knows the model by)")
+        if timeout <= 0 or stall_timeout <= 0:
+            raise ValueError("timeout and stall_timeout must be positive (seconds)")
+        if max_tokens is not None and max_tokens <= 0:
+            raise ValueError(f"max_tokens must be positive, got {max_tokens}")
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.timeout = float(timeout)
+        self.stall_timeout = float(stall_timeout)
+        self.retry = retry if retry is not None else RetryPolicy(max_retries=max_retries)
+        self.max_tokens = max_tokens
+        self.extra_body: dict[str, Any] = dict(extra_body or {})
+        self.on_retry = on_retry
+        self._context_window = context_window
+        self._api_key = api_key or None
+        self._headers = dict(headers or {})
+        self._transport = transport
+        self._client: httpx.AsyncClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    # --- identity (never shows the key or the headers) -------------------------------------
+
+    def __repr__(self) -> str:
+        key = "set" if self._api_key else "none"
+        return f"{type(self).__name__}(base_url={self.base_url!r}, model={self.model!r}, api_key={key})"
+
+    @property
+    def context_window(self) -> int | None:
+        return self._context_window
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/chat/completions"
+
+    def redact(self, text: str) -> str:
+        """Remove the API key and any bearer token from text bound for an error message."""
+        secrets = [self._api_key] if self._api_key else []
+        for name, value in self._headers.items():
+            if name.lower() in ("authorization", "api-key", "x-api-key") and value.strip():
+                secrets.append(value.split()[-1])  # the token, without a "Bearer" scheme
+        for secret in secrets:
+            if secret and len(secret) >= 4:
+                text = text.replace(secret, "***")
+        return _BEARER.sub(r"\1***", text)
+
+    # --- the request body ------------------------------------------------------------------
+
+    def build_body(self, request: Request) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": request.model or self.model,
+            "messages": [self.wire_message(m) for m in request.messages],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if request.tools:
+            body["tools"] = normalize_tools(request.tools)
+            # the API default, but llama.cpp's chatml-function-calling ignores tools without it
+            body["tool_choice"] = "auto"
+        max_tokens = request.max_tokens or self.max_tokens
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        body.update(self.extra_body)
+        body.update({k: v for k, v in request.params.items() if v is not None})
+        return body
+
+    def wire_message(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        """One message as this endpoint wants it (subclasses strip or keep provider fields)."""
+        out = dict(message)
+        out.pop("reasoning_content", None)  # only DeepSeek-style endpoints accept it back
+        return out
+
+    def encode_body(self, body: Mapping[str, Any]) -> bytes:
+        # sorted keys and fixed separators: the same request prefix gives the same bytes,
+        # which is what prefix caches (DeepSeek, OpenAI) key on
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode()
+
+    # --- streaming -------------------------------------------------------------------------
+
+    async def stream(self, request: Request) -> AsyncIterator[Chunk]:
+        payload = self.encode_body(self.build_body(request))
+        replays = 0
+        while True:
+            response = await self._send(payload)
+            asm = ChatStreamAssembler()
+            forwarded = False
+            try:
+                async for chunks in self._read(response, asm):
+                    for chunk in chunks:
+                        forwarded = True
+                        yield chunk
+                return
+            except _Cut as cut:
+                if forwarded:
+                    raise StreamInterrupted(
+                        f"{cut.reason} after part of the reply was received ({self.url})",
+                        partial_text=asm.text,
+                    ) from None
+                replays += 1
+                if replays > self.retry.max_replays:
+                    cls = ProviderTimeout if cut.stalled else ProviderError
+                    raise cls(
+                        f"{cut.reason} before any output, {replays} attempts ({self.url}); giving up"
+                    ) from None
+                delay = self.retry.backoff(replays)
+                await self._notify(replays, delay, f"replay: {cut.reason}")
+                await asyncio.sleep(delay)
+            finally:
+                await response.aclose()
+
+    async def _read(self, response: httpx.Response, asm: ChatStreamAssembler) -> AsyncIterator[list[Chunk]]:
+        import httpx
+
+        if _is_json(response):
+            yield await self._read_json(response, asm)
+            return
+        decoder = SSEDecoder()
+        pieces = response.aiter_bytes().__aiter__()
+        while True:
+            try:
+                async with asyncio.timeout(self.stall_timeout):
+                    piece = await pieces.__anext__()
+            except StopAsyncIteration:
+                break
+            except TimeoutError:
+                raise _Cut(f"stalled: no bytes for {self.stall_timeout:g} s", stalled=True) from None
+            except httpx.TransportError as e:
+                raise _Cut(f"connection cut ({type(e).__name__}: {self.redact(str(e))})") from None
+            for event in decoder.feed(piece):
+                chunks = self._event(event, asm)
+                if chunks is None:  # [DONE]
+                    yield asm.finish()
+                    return
+                if chunks:
+                    yield chunks
+                    if isinstance(chunks[-1], ErrorChunk):
+                        return
+        for event in decoder.close():
+            try:
+                chunks = self._event(event, asm)
+            except _Cut:
+                break  # a last line cut off mid-JSON: the connection was cut (or it is trailing noise)
+            if chunks is None:
+                yield asm.finish()
+                return
+            if chunks:
+                yield chunks
+                if isinstance(chunks[-1], ErrorChunk):
+                    return
+        if not asm.finished:
+            raise _Cut("the stream ended without [DONE] or a finish reason (cut connection)")
+        yield asm.finish()
+
+    def _event(self, event: SSEEvent, asm: ChatStreamAssembler) -> list[Chunk] | None:
+        data = event.data.strip()
+        if data == "[DONE]":
+            return None
+        if not data:
+            return []
+        try:
+            obj = json.loads(data)
+        except json.JSONDecodeError as e:
+            # a damaged line cannot be trusted: handle it like a cut (replay, or the agent continues)
+            raise _Cut(
+                f"malformed JSON in a data line ({e.msg} at {e.pos}: {self.redact(data[:120])!r})"
+            ) from None
+        if not isinstance(obj, dict):
+            raise _Cut(f"a data line is not a JSON object: {self.redact(data[:120])!r}")
+        return asm.feed(obj, event.event)
+
+    async def _read_json(self, response: httpx.Response, asm: ChatStreamAssembler) -> list[Chunk]:
+        """A server that ignored ``stream: true`` answered with one JSON completion."""
+        import httpx
+
+        try:
+            raw = await response.aread()
+        except httpx.TimeoutException:
+            raise _Cut(f"stalled: no bytes for {self.stall_timeout:g} s", stalled=True) from None
+        except httpx.TransportError as e:
+            raise _Cut(f"connection cut ({type(e).__name__}: {self.redact(str(e))})") from None
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as e:
+            raise _Cut(f"malformed JSON body ({e.msg})") from None
+        if not isinstance(obj, dict):
+            raise _Cut("the JSON body is not an object")
+        if isinstance(obj.get("choices"), list):
+            obj = dict(obj)
+            obj["choices"] = [
+                {**c, "delta": c.get("message") or {}} for c in obj["choices"] if isinstance(c, Mapping)
+            ]
+        chunks = asm.feed(obj)
+        if chunks and isinstance(chunks[-1], ErrorChunk):
+            return chunks
+        return chunks + asm.finish()
+
+    # --- connect / headers phase with retries ----------------------------------------------
+
+    def _client_for_loop(self) -> httpx.AsyncClient:
+        import httpx
+
+        loop = asyncio.get_running_loop()
+        # a client's pool belongs to the loop it first ran on; a new loop (run_sync called
+        # twice) gets a new client
+        if self._client is None or self._client_loop is not loop:
+            headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+            if self._api_key:
+                headers["Authorization"] = f"Bearer {self._api_key}"
+            headers.update(self._headers)
+            self._client = httpx.AsyncClient(
+                headers=headers,
+                timeout=httpx.Timeout(self.timeout, read=self.stall_timeout),
+                transport=self._transport,
+                http2=_h2_available() and self._transport is None,
+                verify=_ssl_context(),
+                limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
+            )
+            self._client_loop = loop
+        return self._client
+
+    async def _send(self, payload: bytes) -> httpx.Response:
+        import httpx
+
+        client = self._client_for_loop()
+        attempt = 0
+        while True:
+            retry_headers: Mapping[str, str] | None = None
+            try:
+                response = await client.send(
+                    client.build_request("POST", self.url, content=payload), stream=True
+                )
+            except httpx.TransportError as e:
+                reason = f"network error ({type(e).__name__}: {self.redact(str(e)) or 'no detail'})"
+            else:
+                status = response.status_code
+                if status < 400:
+                    return response
+                body = await _error_body(response)
+                await response.aclose()
+                body = self.redact(body)
+                if status in (401, 403):
+                    raise AuthError(
+                        f"{self.url} refused the credentials (HTTP {status}): {body[:500]}"
+                        + ("" if self._api_key else " — no API key was given")
+                    )
+                if not is_retryable_status(status):
+                    raise APIError(f"HTTP {status} from {self.url}: {body}", status=status, body=body)
+                reason = f"HTTP {status}"
+                retry_headers = response.headers
+                if attempt >= self.retry.max_retries:
+                    raise APIError(
+                        f"HTTP {status} from {self.url} after {attempt} retries: {body}",
+                        status=status,
+                        body=body,
+                    )
+            if attempt >= self.retry.max_retries:
+                raise ProviderError(f"{reason} calling {self.url}; gave up after {attempt} retries")
+            attempt += 1
+            delay = self.retry.delay(attempt, retry_headers)
+            await self._notify(attempt, delay, reason)
+            await asyncio.sleep(delay)
+
+    def check_peer(self) -> None:
+        """Called before each retry or replay: raise to stop retrying (a local server that died)."""
+
+    async def _notify(self, attempt: int, delay: float, reason: str) -> None:
+        self.check_peer()
+        log.info("retry %d in %.2f s: %s", attempt, delay, reason)
+        if self.on_retry is None:
+            return
+        try:
+            result = self.on_retry(attempt, delay, reason)
+            if inspect.isawaitable(result):
+                await result
+        except Exception:  # a UI callback must never break the request
+            log.exception("on_retry callback failed")
+
+    async def aclose(self) -> None:
+        client, self._client, self._client_loop = self._client, None, None
+        if client is not None:
+            await client.aclose()
+
+    async def __aenter__(self) -> OpenAICompatible:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def normalize_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Tools in ``{type: function, function: {...}}`` shape, sorted by name (a stable prefix)."""
+    out: list[dict[str, Any]] = []
+    for tool in tools:
+        fn: dict[str, Any]
+        if tool.get("type") == "function" and isinstance(tool.get("function"), Mapping):
+            fn = dict(tool["function"])
+        elif "name" in tool:
+            fn = dict(tool)
+        else:
+            raise ValueError(f"a tool needs a name (or a 'function' with one): {dict(tool)!r}")
+        if not isinstance(fn.get("name"), str) or not fn["name"]:
+            raise ValueError(f"a tool name must be a non-empty string: {fn!r}")
+        out.append({"type": "function", "function": fn})
+    out.sort(key=lambda t: str(t["function"]["name"]))
+    return out
+
+
+def _is_json(response: httpx.Response) -> bool:
+    content_type: str = response.headers.get("content-type", "")
+    return content_type.split(";")[0].strip() == "application/json"
+
+
+async def _error_body(response: httpx.Response) -> str:
+    import httpx
+
+    data = bytearray()
+    try:
+        async for piece in response.aiter_bytes():
+            data += piece
+            if len(data) >= ERROR_BODY_LIMIT:
+                break
+    except httpx.HTTPError:
+        pass  # the body is only for the message; the status says enough
+    return bytes(data[:ERROR_BODY_LIMIT]).decode("utf-8", errors="replace")
+
+
+_H2: list[bool] = []
+_SSL: list[ssl.SSLContext] = []
+
+
+def _ssl_context() -> ssl.SSLContext:
+    """One verifying TLS context for every client: loading the CA bundle costs tens of ms each time."""
+    if not _SSL:
+        import httpx
+
+        _SSL.append(httpx.create_ssl_context())
+    return _SSL[0]
+
+
+def _h2_available() -> bool:
+    if not _H2:
+        import importlib.util
+
+        _H2.append(importlib.util.find_spec("h2") is not None)
+    return _H2[0]

@@ -1,0 +1,125 @@
+"""The session store contract: where a session's JSONL log lives.
+
+A store keeps, per session, a header line and the event lines in seq order, exactly as the
+writer produced them (bytes in, the same bytes out). ``Session.open(store, id)`` takes the
+single-writer lock through :meth:`SessionStore.open_writer` and then only appends batches.
+
+Two implementations ship: ``FileStore`` (one ``<id>.jsonl`` per session, the embedded default)
+and ``PostgresStore`` (many hosts, one database). Both pass the same contract tests
+(``tests/stores/test_contract.py``).
+
+Errors (all from :mod:`foldlog.errors`):
+
+- a session that does not exist: :class:`StorageError` naming it (``read_log``);
+- another writer holds the session: :class:`SessionLockedError` whose ``holder`` names it;
+- a batch that does not continue the stored log (``first_seq != last_seq + 1``), a lost
+  connection or a failed write: :class:`StorageError` — nothing of that batch is stored;
+- a malformed batch (not newline-terminated lines, ``count`` not the number of lines):
+  :class:`InvalidEventError`, raised before anything is written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from foldlog.errors import InvalidEventError
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """One row of :meth:`SessionStore.list_sessions`."""
+
+    id: str
+    #: creation time, epoch milliseconds (the header's ``createdAt`` when it has one)
+    created: int
+    #: time of the last append (or of creation), epoch milliseconds
+    updated: int
+    #: seq of the last stored event; -1 while the session has only its header
+    last_seq: int
+    #: bytes of the whole log as ``read_log`` returns it (header and newlines included)
+    size: int
+    #: number of turns started (``turn/start`` events)
+    turns: int
+    #: the writer holding the session now (``pid@host``, plus the database backend), or None
+    holder: str | None
+    #: the start of the first user message, for listings; None before there is one
+    preview: str | None
+
+
+@runtime_checkable
+class StoreWriter(Protocol):
+    """The single writer of one session; obtained from :meth:`SessionStore.open_writer`."""
+
+    def read_log(self) -> bytes:
+        """The stored log (header line + one event per line), read under the writer's lock."""
+        ...
+
+    def append(self, lines: bytes, first_seq: int, count: int) -> None:
+        """Durably store one batch of ``count`` JSONL lines (each ending in ``\\n``) whose first
+        event has seq ``first_seq``, in one transaction: all lines or none. Raises
+        :class:`StorageError` when ``first_seq`` does not continue the stored log."""
+        ...
+
+    def close(self) -> None:
+        """Release the lock. Idempotent."""
+        ...
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """Where session logs live."""
+
+    def read_log(self, session_id: str) -> bytes:
+        """The whole log as JSONL bytes: header line, then one event per line (each ends in ``\\n``)."""
+        ...
+
+    def open_writer(self, session_id: str, header_line: bytes) -> StoreWriter:
+        """Take the session's single-writer lock at once, or raise :class:`SessionLockedError`
+        naming the holder. Creates the session with ``header_line`` (the header JSON as one
+        line, without its newline) when it does not exist; an existing session keeps its own."""
+        ...
+
+    def list_sessions(self) -> list[SessionInfo]:
+        """Every session in the store, most recently updated first."""
+        ...
+
+
+def check_batch(lines: bytes, first_seq: int, count: int) -> None:
+    """Validate the shape of an append batch before anything is written (shared by the stores)."""
+    if first_seq < 0:
+        raise InvalidEventError(f"append: first_seq must be >= 0, got {first_seq}")
+    if count <= 0:
+        raise InvalidEventError(f"append: count must be >= 1, got {count}")
+    if not lines.endswith(b"\n"):
+        raise InvalidEventError("append: the batch must be JSONL lines, each ending in a newline")
+    found = lines.count(b"\n")
+    if found != count:
+        raise InvalidEventError(f"append: count says {count} lines but the batch holds {found}")
+    if b"\n\n" in lines or lines.startswith(b"\n"):
+        raise InvalidEventError("append: the batch contains an empty line")
+
+
+def check_session_id(session_id: str) -> str:
+    """A session id any store can keep: a non-empty string of at most 200 printable characters."""
+    if not isinstance(session_id, str) or not session_id:
+        raise InvalidEventError(f"session id must be a non-empty string, not {session_id!r}")
+    if len(session_id) > 200 or any(ord(c) < 0x20 or ord(c) == 0x7F for c in session_id):
+        raise InvalidEventError(
+            f"invalid session id {session_id!r}: at most 200 characters, no control characters"
+        )
+    return session_id
+
+
+def check_header(session_id: str, header_line: bytes) -> bytes:
+    """Validate a header line and return it without its trailing newline."""
+    check_session_id(session_id)
+    header = header_line[:-1] if header_line.endswith(b"\n") else header_line
+    if not header.strip():
+        raise InvalidEventError(f"session {session_id!r}: the header line is empty")
+    if b"\n" in header:
+        raise InvalidEventError(f"session {session_id!r}: the header must be a single line")
+    return header
+
+
+__all__ = ["SessionInfo", "SessionStore", "StoreWriter", "check_batch", "check_header", "check_session_id"]

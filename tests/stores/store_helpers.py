@@ -1,0 +1,35 @@
+"""Helpers of the store tests that run other processes (kept out of conftest.py so that test
+modules import them by a name no other conftest can shadow)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+WORKER = Path(__file__).with_name("store_worker.py")
+
+
+def start_worker(spec: dict[str, Any], command: str, **args: Any) -> subprocess.Popen[str]:
+    """Run ``store_worker.py`` in a new process; it talks JSON lines on stdout/stdin."""
+    return subprocess.Popen(
+        [sys.executable, str(WORKER), json.dumps(spec), command, json.dumps(args)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=str(REPO),
+    )
+
+
+def read_message(proc: subprocess.Popen[str]) -> dict[str, Any]:
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line:
+        err = proc.stderr.read() if proc.stderr else ""
+        raise AssertionError(f"worker exited (code {proc.wait()}) without answering:\n{err}")
+    msg: dict[str, Any] = json.loads(line)
+    return msg
