@@ -66,6 +66,7 @@ def _record(benchmark: Any, label: str, held: list[Any], before: int) -> None:
     )
 
 
+@pytest.mark.timeout(1800)
 def test_b7_openai_agents(benchmark: Any, server: str) -> None:
     agents = pytest.importorskip("agents")
     import httpx

@@ -301,7 +301,7 @@ def row_b7(bs: list[Bench]) -> Row:
     ours = find(bs, r"^test_b7_foldlog")
     peer = find(bs, r"^test_b7_openai_agents")
     if not (ours or peer):
-        row.notes.append("bench_concurrency.py did not run")
+        row.notes.append("bench_concurrency.py did not run or did not finish")
         return row
     row.workload = (ours or peer).extra.get("workload", "")  # type: ignore[union-attr]
     for b, side in ((ours, row.ours), (peer, row.peers)):
@@ -417,7 +417,9 @@ def chart(rows: list[Row], out: Path) -> bool:
     return True
 
 
-def render(rows: list[Row], machine: dict[str, Any], png: str | None) -> str:
+def render(
+    rows: list[Row], machine: dict[str, Any], png: str | None, run_notes: list[str] | None = None
+) -> str:
     out = [
         "# Benchmarks",
         "",
@@ -427,6 +429,9 @@ def render(rows: list[Row], machine: dict[str, Any], png: str | None) -> str:
         f"**Machine:** {machine_text(machine)}",
         "",
     ]
+    out += [f"- {n}" for n in run_notes or []]
+    if run_notes:
+        out.append("")
     if png:
         out += [f"![ratios]({png})", ""]
     out += [
@@ -440,7 +445,7 @@ def render(rows: list[Row], machine: dict[str, Any], png: str | None) -> str:
             f"| {r.id} | {r.title}; {r.workload} | {'<br>'.join(r.ours) or '—'} | "
             f"{'<br>'.join(r.peers) or '—'} | {ratio} | {r.goal} | {met} |"
         )
-    notes = [(r.id, n) for r in rows for n in r.notes]
+    notes = list(dict.fromkeys((r.id, n) for r in rows for n in r.notes))
     if notes:
         out += ["", "## Notes", ""]
         out += [f"- **{rid}**: {n}" for rid, n in notes]
@@ -451,6 +456,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--results", type=Path, default=REPO / "target" / "bench")
     ap.add_argument("--out", type=Path, default=REPO / "docs" / "benchmarks.md")
+    ap.add_argument("--note", action="append", default=[], help="a line about this run, shown on top")
     args = ap.parse_args(argv)
     benches, machine = load_results(args.results)
     rows = [f(benches) for f in ROWS]
@@ -458,7 +464,7 @@ def main(argv: list[str] | None = None) -> None:
     png = args.out.with_suffix(".png")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     have_png = chart(rows, png)
-    args.out.write_text(render(rows, machine, png.name if have_png else None))
+    args.out.write_text(render(rows, machine, png.name if have_png else None, args.note))
     print(f"wrote {args.out}" + (f" and {png}" if have_png else ""))
 
 
