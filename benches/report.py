@@ -348,12 +348,13 @@ def row_b8(bs: list[Bench]) -> Row:
 # What bounds a row whose goal is not met (profiled with callgrind/perf; see the bench docstrings).
 BOUNDS = {
     "B1": "callgrind of the core path on a 10 MB slice "
-    "(`cargo run --release -p foldlog-core --example load`): "
-    "~58 instructions/byte — envelope scan + validation ~30 %, projection into `serde_json::Value` "
-    "(IndexMap, owned strings) ~40 %, request-body serialisation ~18 %. `Session.load` then converts every "
-    "message to Python objects and freezes them in Python (about half of its time). To close: project into "
-    "borrowed typed structs kept as raw spans and convert to Python lazily; parse line chunks in parallel "
-    "(rayon); keep the file buffer instead of copying each line.",
+    "(`cargo run --release -p foldlog-core --example load`): ~56 instructions/byte — envelope parse "
+    "(serde_json, `RawValue` data) ~30 %, projection into `serde_json::Value` (IndexMap, owned strings) "
+    "~35 %, request-body serialisation ~18 %. `Session.load` then converts every message to Python "
+    "objects and freezes them in Python (about half of its time). Tried and dropped: a hand-written "
+    "memchr/SWAR envelope scanner and raw-span projection (579M vs 565M instructions, no gain in CPU "
+    "time). To close: no per-message `Value` (typed borrowed projection), lazy conversion to Python, "
+    "parallel parsing of line chunks, no per-line copy of the file.",
     "B2": "the step itself (3 appends + incremental derive) is small; building the request body "
     "(`wire_json()`) serialises the whole history every step, O(size of the session). To close: cache each "
     "message's serialised JSON and send the body as a list of cached chunks.",

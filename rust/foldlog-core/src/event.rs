@@ -178,21 +178,6 @@ impl Event {
     /// Like [`Event::parse`], also telling whether the failure was broken JSON syntax (which the
     /// reader may treat as a torn tail) rather than a well-formed line that is not a valid event.
     pub fn parse_line(line: &str) -> std::result::Result<Event, (bool, Error)> {
-        if let Some(raw) = crate::scan::envelope(line) {
-            if let Some(kind) = raw.kind {
-                let env = Envelope {
-                    kind: std::borrow::Cow::Borrowed(kind),
-                    seq: raw.seq,
-                    time: raw.time,
-                    data: None,
-                    surface_op: None,
-                    sources: raw.sources,
-                    ignorable: raw.ignorable,
-                };
-                return Self::from_parts(line, env, raw.data, raw.surface_op)
-                    .map_err(|e| (false, e));
-            }
-        }
         let env: Envelope<'_> = serde_json::from_str(line).map_err(|e| {
             let syntax = matches!(
                 e.classify(),
@@ -204,22 +189,6 @@ impl Event {
     }
 
     fn from_envelope(line: &str, env: Envelope<'_>) -> Result<Event> {
-        let span = |raw: &RawValue| {
-            let start = raw.get().as_ptr() as usize - line.as_ptr() as usize;
-            (start, start + raw.get().len())
-        };
-        let data = env.data.map(span);
-        let op = env.surface_op.map(span);
-        Self::from_parts(line, env, data, op)
-    }
-
-    /// Build the event from its envelope; `data` and `surface_op` are byte spans of the line.
-    fn from_parts(
-        line: &str,
-        env: Envelope<'_>,
-        data: Option<(usize, usize)>,
-        surface_op: Option<(usize, usize)>,
-    ) -> Result<Event> {
         let kind = env.kind.into_owned();
         if !is_known_type(&kind) && !env.ignorable {
             return Err(Error::UnsupportedFormat {
@@ -234,9 +203,12 @@ impl Event {
             .seq
             .ok_or_else(|| Error::invalid(format!("{kind} event without a \"seq\"")))?;
         let time = env.time.unwrap_or(0);
-        let (start, end) =
-            data.ok_or_else(|| Error::invalid(format!("{kind} event #{seq} without \"data\"")))?;
-        let surface_op = match surface_op.map(|(a, b)| &line[a..b]) {
+        let data = env
+            .data
+            .ok_or_else(|| Error::invalid(format!("{kind} event #{seq} without \"data\"")))?;
+        let start = data.get().as_ptr() as usize - line.as_ptr() as usize;
+        let end = start + data.get().len();
+        let surface_op = match env.surface_op.map(RawValue::get) {
             None | Some("null") => None,
             // nearly every surface event appends: skip building a Value for it
             Some("\"append\"") => Some(SurfaceOp::Append),

@@ -11,7 +11,6 @@ pub mod plan;
 pub mod project;
 pub mod reader;
 pub mod repair;
-pub mod scan;
 pub mod store;
 pub mod surface;
 pub mod wire;

@@ -3,7 +3,6 @@
 use serde_json::{Map, Value};
 
 use crate::event::Event;
-use crate::scan;
 
 /// Join the text of a content value: a string as is; a list of blocks by their `text`.
 /// Returns `None` when the list holds blocks that are not text (images, …): those stay a list.
@@ -89,118 +88,8 @@ fn content_value(content: &Value) -> Value {
     }
 }
 
-/// Text content from a raw JSON value: absent or `null` is empty, a string is itself; anything
-/// else (block lists, …) is `None`, left to the general path.
-fn plain_text(raw: Option<&str>) -> Option<String> {
-    match raw {
-        None | Some("null") => Some(String::new()),
-        Some(r) => scan::string(r).map(|c| c.into_owned()),
-    }
-}
-
-/// `Some(text)` for a string value, `Some(None)` for an absent or non-string one, `None` when the
-/// string cannot be decoded (left to the general path, which decides as before).
-fn string_field(raw: Option<&str>) -> Option<Option<String>> {
-    match raw {
-        Some(r) if r.starts_with('"') => scan::string(r).map(|c| Some(c.into_owned())),
-        _ => Some(None),
-    }
-}
-
-/// The common shapes (string content) projected straight from the raw `data` text, without
-/// building a `Value` of it. `None`: not a common shape, take the general path.
-fn project_plain<'a>(
-    ev: &Event,
-    tool_call: &impl Fn(u64) -> Option<&'a Event>,
-) -> Option<Option<Value>> {
-    let data = ev.data_json();
-    let mut m = Map::new();
-    match ev.kind() {
-        "system/message" => {
-            let [content] = scan::fields(data, ["content"])?;
-            m.insert("role".into(), "system".into());
-            m.insert("content".into(), Value::String(plain_text(content)?));
-        }
-        "user/message" => {
-            let [content, name] = scan::fields(data, ["content", "name"])?;
-            let content = plain_text(content)?;
-            m.insert("role".into(), "user".into());
-            m.insert("content".into(), Value::String(content));
-            if let Some(name) = string_field(name)? {
-                m.insert("name".into(), name.into());
-            }
-        }
-        "assistant/message" => {
-            let [msg] = scan::fields(data, ["message"])?;
-            let [content, calls, reasoning] =
-                scan::fields(msg?, ["content", "tool_calls", "reasoning_content"])?;
-            let content = plain_text(content)?;
-            let calls = match calls.map(serde_json::from_str::<Value>) {
-                None => Vec::new(),
-                Some(Ok(Value::Array(calls))) => calls
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| normalize_call(c, format!("call_{}_{i}", ev.seq)))
-                    .collect(),
-                Some(Ok(_)) => Vec::new(),
-                Some(Err(_)) => return None,
-            };
-            if content.is_empty() && calls.is_empty() {
-                return Some(None);
-            }
-            m.insert("role".into(), "assistant".into());
-            m.insert("content".into(), Value::String(content));
-            if let Some(r) = string_field(reasoning)? {
-                if !r.is_empty() {
-                    m.insert("reasoning_content".into(), r.into());
-                }
-            }
-            if !calls.is_empty() {
-                m.insert("tool_calls".into(), Value::Array(calls));
-            }
-        }
-        "tool/result" => {
-            let [msg] = scan::fields(data, ["message"])?;
-            let [id1, id2, name1, name2, content] = scan::fields(
-                msg?,
-                ["toolCallId", "tool_call_id", "toolName", "name", "content"],
-            )?;
-            let content = plain_text(content)?;
-            let mut id = string_field(id1)?.or(string_field(id2)?);
-            let mut name = string_field(name1)?.or(string_field(name2)?);
-            if id.is_none() || name.is_none() {
-                let call = ev
-                    .sources
-                    .iter()
-                    .flatten()
-                    .filter_map(|&s| tool_call(s))
-                    .find(|e| e.kind() == "tool/call")
-                    .map(|e| e.data());
-                if let Some(c) = call {
-                    id = id.or_else(|| c.get("callId").and_then(Value::as_str).map(str::to_string));
-                    name =
-                        name.or_else(|| c.get("name").and_then(Value::as_str).map(str::to_string));
-                }
-            }
-            m.insert("role".into(), "tool".into());
-            if let Some(id) = id {
-                m.insert("tool_call_id".into(), id.into());
-            }
-            if let Some(name) = name {
-                m.insert("name".into(), name.into());
-            }
-            m.insert("content".into(), Value::String(content));
-        }
-        _ => return Some(None),
-    }
-    Some(Some(Value::Object(m)))
-}
-
 /// Project a surface event. `tool_call` finds the `tool/call` event a result was built from.
 pub fn project<'a>(ev: &Event, tool_call: impl Fn(u64) -> Option<&'a Event>) -> Option<Value> {
-    if let Some(p) = project_plain(ev, &tool_call) {
-        return p;
-    }
     let data = ev.data();
     let mut m = Map::new();
     match ev.kind() {
