@@ -107,14 +107,20 @@ impl EventLog {
             )));
         }
         if let Some(src) = &ev.sources {
-            let mut seen = std::collections::HashSet::with_capacity(src.len());
-            for &s in src {
+            // most lists hold one or two seqs: a set only for long ones
+            let mut seen =
+                (src.len() > 16).then(|| std::collections::HashSet::with_capacity(src.len()));
+            for (i, &s) in src.iter().enumerate() {
                 if s >= seq {
                     return Err(Error::invalid(format!(
                         "event #{seq}: sourceEventSeqs entry {s} is not an earlier event"
                     )));
                 }
-                if !seen.insert(s) {
+                let repeated = match &mut seen {
+                    Some(set) => !set.insert(s),
+                    None => src[..i].contains(&s),
+                };
+                if repeated {
                     return Err(Error::invalid(format!(
                         "event #{seq}: sourceEventSeqs lists {s} twice"
                     )));

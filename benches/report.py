@@ -1,0 +1,473 @@
+"""Write the side-by-side benchmark report (`docs/benchmarks.md` + `docs/benchmarks.png`).
+
+Reads the pytest-benchmark JSON files (``--benchmark-json``) of every bench module present in a
+results folder and, for each row B1–B8 of the suite, states the workload and its size, the medians
+with min–max, the ratio to the peer, the goal and whether it is met, and the machine. A row whose
+module did not run (or whose peer could not run) is kept and says so.
+
+python benches/report.py --results target/bench --out docs/benchmarks.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Bench:
+    name: str
+    group: str
+    params: dict[str, Any]
+    median: float
+    min: float
+    max: float
+    rounds: int
+    extra: dict[str, Any]
+
+    def value(self, key: str | None = None, scale: float = 1.0) -> tuple[float, float, float]:
+        """(median, min, max), from the timing or from an extra_info key (then min=max=median)."""
+        if key:
+            v = float(self.extra[key])
+            return v, v, v
+        return self.median * scale, self.min * scale, self.max * scale
+
+
+def load_results(folder: Path) -> tuple[list[Bench], dict[str, Any]]:
+    benches: list[Bench] = []
+    machine: dict[str, Any] = {}
+    for path in sorted(folder.glob("*.json")):
+        try:
+            doc = json.loads(path.read_text())
+        except ValueError:
+            continue
+        machine = machine or doc.get("machine_info", {})
+        for b in doc.get("benchmarks", []):
+            st = b["stats"]
+            benches.append(
+                Bench(
+                    b["name"],
+                    b.get("group") or "",
+                    b.get("params") or {},
+                    st["median"],
+                    st["min"],
+                    st["max"],
+                    st["rounds"],
+                    b.get("extra_info") or {},
+                )
+            )
+    return benches, machine
+
+
+def find(benches: list[Bench], pattern: str) -> Bench | None:
+    rx = re.compile(pattern)
+    return next((b for b in benches if rx.search(b.name)), None)
+
+
+def fmt_time(s: float) -> str:
+    if s >= 1:
+        return f"{s:.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.1f} ms"
+    return f"{s * 1e6:.0f} µs"
+
+
+def fmt_span(b: Bench, scale: float = 1.0, unit: Callable[[float], str] = fmt_time) -> str:
+    med, lo, hi = b.value(scale=scale)
+    return f"{unit(med)} ({unit(lo)}–{unit(hi)})"
+
+
+@dataclass
+class Row:
+    id: str
+    title: str
+    workload: str = "—"
+    ours: list[str] = field(default_factory=list)
+    peers: list[str] = field(default_factory=list)
+    ratio: float | None = None
+    ratio_label: str = ""
+    goal: str = ""
+    met: bool | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _size(b: Bench) -> str:
+    e = b.extra
+    parts = []
+    if "events" in e:
+        parts.append(f"{int(e['events']):,} events")
+    if "messages" in e:
+        parts.append(f"{int(e['messages']):,} messages")
+    if "bytes" in e:
+        parts.append(f"{int(e['bytes']) / 1e6:.1f} MB")
+    if "MB" in e:
+        parts.append(f"{e['MB']} MB")
+    if "texts" in e:
+        parts.append(f"{int(e['texts']):,} texts")
+    return ", ".join(parts)
+
+
+def _pair(row: Row, ours: Bench | None, peer: Bench | None, label: str, peer_label: str) -> float | None:
+    if ours:
+        row.ours.append(f"{label}: {fmt_span(ours)}")
+    if peer:
+        row.peers.append(f"{peer_label}: {fmt_span(peer)}")
+    if ours and peer:
+        return peer.median / ours.median
+    return None
+
+
+def row_b1(bs: list[Bench]) -> Row:
+    row = Row("B1", "open a 100 MB log: parse, validate, repair, derive")
+    ses = find(bs, r"^test_b1_foldlog_session")
+    core = find(bs, r"^test_b1_foldlog_core")
+    orj = find(bs, r"^test_b1_python\[orjson\]")
+    js = find(bs, r"^test_b1_python\[json\]")
+    row.goal = "≥ 2× orjson and ≥ 1 GB/s"
+    any_b = ses or core or orj
+    if not any_b:
+        row.notes.append("bench_load.py did not run")
+        return row
+    row.workload = any_b.extra.get("workload", "")
+    nbytes = float(any_b.extra.get("bytes", 0))
+    for b, label in (
+        (ses, "Session.load + derive_messages"),
+        (core, "core read_file + repair check + wire_json"),
+    ):
+        if b:
+            row.ours.append(f"{label}: {fmt_span(b)} = {nbytes / b.median / 1e6:.0f} MB/s")
+    for b, label in ((orj, "Python + orjson"), (js, "Python + json")):
+        if b:
+            row.peers.append(f"{label}: {fmt_span(b)} = {nbytes / b.median / 1e6:.0f} MB/s")
+    if ses and orj:
+        row.ratio = orj.median / ses.median
+        row.ratio_label = "orjson / Session.load"
+        row.met = row.ratio >= 2 and nbytes / ses.median >= 1e9
+        if core:
+            row.notes.append(
+                f"core path: {orj.median / core.median:.1f}× orjson, {nbytes / core.median / 1e6:.0f} MB/s"
+            )
+        if js:
+            row.notes.append(f"vs json: {js.median / ses.median:.1f}×")
+    return row
+
+
+def row_b1r(bs: list[Bench]) -> Row:
+    row = Row("B1r", "resume to ready: load + token counts + plan → first request body")
+    row.goal = "≥ 10× Python+orjson+tokenizers; cold case stated"
+    warm = find(bs, r"^test_b1r_foldlog_warm")
+    cold = find(bs, r"^test_b1r_foldlog_cold")
+    peer = find(bs, r"^test_b1r_python")
+    if not (warm or cold or peer):
+        row.notes.append("not measured: needs the token counter (foldlog.Tokenizer) and the planner on main")
+        return row
+    row.workload = (warm or cold or peer).extra.get("workload", "")  # type: ignore[union-attr]
+    row.ratio = _pair(row, warm, peer, "cached counts", "Python + orjson + tokenizers")
+    if cold:
+        row.ours.append(f"cold (no cached counts): {fmt_span(cold)}")
+    row.ratio_label = "peer / warm"
+    row.met = row.ratio is not None and row.ratio >= 10
+    for b in (warm, cold, peer):
+        if b and b.extra.get("missing"):
+            row.notes.append(str(b.extra["missing"]))
+    return row
+
+
+def row_b2(bs: list[Bench]) -> Row:
+    row = Row("B2", "one more step on a 100k-event session")
+    row.goal = "≤ 1 ms; ≥ 100× full recompute"
+    inc = find(bs, r"^test_b2_incremental$")
+    full = find(bs, r"^test_b2_full")
+    if not (inc or full):
+        row.notes.append("not measured")
+        return row
+    row.workload = (inc or full).extra.get("workload", "")  # type: ignore[union-attr]
+    row.ratio = _pair(row, inc, full, "incremental", "full recompute (same library)")
+    no_body = find(bs, r"^test_b2_incremental_no_body")
+    if no_body:
+        row.ours.append(f"the same without building the body: {fmt_span(no_body)}")
+    row.ratio_label = "full / incremental"
+    row.met = bool(inc and row.ratio and inc.median <= 1e-3 and row.ratio >= 100)
+    for b in (inc, full):
+        if b and b.extra.get("missing"):
+            row.notes.append(str(b.extra["missing"]))
+    return row
+
+
+def row_b3(bs: list[Bench]) -> Row:
+    row = Row("B3", "exact DeepSeek V4 token counts of every message of a large log")
+    row.goal = "identical counts; ≥ 3× tokenizers"
+    ours = find(bs, r"^test_b3_count_batch\[foldlog-deepseek-v4\]")
+    peer = find(bs, r"^test_b3_count_batch\[tokenizers-deepseek-v4\]")
+    if not (ours or peer):
+        row.notes.append("bench_tokens.py did not run")
+        return row
+    row.workload = "corpus texts, " + _size(ours or peer)  # type: ignore[arg-type]
+    row.ratio = _pair(row, ours, peer, "foldlog deepseek-v4", "tokenizers encode_batch")
+    row.ratio_label = "tokenizers / foldlog"
+    row.met = row.ratio is not None and row.ratio >= 3
+    o_cl, t_cl = find(bs, r"\[foldlog-cl100k\]"), find(bs, r"\[tiktoken-cl100k\]")
+    if o_cl and t_cl:
+        row.notes.append(f"cl100k: foldlog {fmt_time(o_cl.median)}, tiktoken {fmt_time(t_cl.median)}")
+    return row
+
+
+def row_b4(bs: list[Bench]) -> Row:
+    row = Row("B4", "plan a compaction of a 100k-message history")
+    row.goal = "≤ 3 ms (≥ 100×), exact"
+    ours = find(bs, r"^test_b4_foldlog_plan_cached")
+    peer = find(bs, r"^test_b4_langchain_trim_messages")
+    cold = find(bs, r"^test_b4_foldlog_plan_cold")
+    if not (ours or peer):
+        row.notes.append("bench_plan.py did not run")
+        return row
+    row.workload = "100k messages from the corpus " + _size(ours or peer)  # type: ignore[arg-type]
+    row.ratio = _pair(row, ours, peer, "Rust planner, cached counts", "langchain trim_messages")
+    if cold:
+        row.ours.append(f"cold (build input): {fmt_span(cold)}")
+    row.ratio_label = "langchain / foldlog"
+    row.met = bool(ours and row.ratio and ours.median <= 3e-3 and row.ratio >= 100)
+    return row
+
+
+def row_b5(bs: list[Bench]) -> Row:
+    row = Row("B5", "loop overhead per step, zero-latency model")
+    row.goal = "≤ 0.5 ms/step, flat from 25 to 2,000 steps"
+    runs = [b for b in bs if b.name.startswith("test_b5_loop_overhead")]
+    if not runs:
+        row.notes.append("bench_loop.py did not run")
+        return row
+    row.workload = "tool loops of " + ", ".join(sorted({str(b.params.get("steps")) for b in runs}, key=int))
+    per: dict[str, dict[int, Bench]] = {}
+    for b in runs:
+        per.setdefault(str(b.params.get("framework")), {})[int(b.params.get("steps", 1))] = b
+    for fw, by_steps in sorted(per.items()):
+        cells = ", ".join(
+            f"{n}: {b.median * 1e3 / n:.3f} ({b.min * 1e3 / n:.3f}–{b.max * 1e3 / n:.3f}) ms/step"
+            for n, b in sorted(by_steps.items())
+        )
+        (row.ours if fw == "foldlog" else row.peers).append(f"{fw}: {cells}")
+    ours = per.get("foldlog", {})
+    if ours:
+        ms = {n: b.median * 1e3 / n for n, b in ours.items()}
+        flat = max(ms.values()) <= 2 * min(ms.values())
+        row.met = max(ms.values()) <= 0.5 and flat
+        peers = [p for fw, p in per.items() if fw != "foldlog"]
+        common = [n for n in ours if any(n in p for p in peers)]
+        if common:
+            n = max(common)
+            best_peer = min(p[n].median for p in peers if n in p)
+            row.ratio = best_peer / ours[n].median
+            row.ratio_label = f"fastest peer / foldlog at {n} steps"
+    return row
+
+
+def row_b6(bs: list[Bench]) -> Row:
+    row = Row("B6", "import time (cold, -X importtime)")
+    row.goal = "≤ 50 ms"
+    runs = {str(b.params.get("module")): b for b in bs if b.name.startswith("test_b6_import_time")}
+    if not runs:
+        row.notes.append("bench_import.py did not run")
+        return row
+    row.workload = "fresh interpreter per round"
+
+    def ms(b: Bench) -> float:
+        return float(b.extra.get("importtime_ms", b.median * 1e3))
+
+    for mod, b in runs.items():
+        (row.ours if mod.startswith("foldlog") else row.peers).append(f"import {mod}: {ms(b):.0f} ms")
+    ours = runs.get("foldlog")
+    if ours:
+        row.met = ms(ours) <= 50
+        peers = [ms(b) for m, b in runs.items() if not m.startswith("foldlog")]
+        if peers:
+            row.ratio = min(peers) / ms(ours)
+            row.ratio_label = "fastest peer / foldlog"
+    return row
+
+
+def row_b7(bs: list[Bench]) -> Row:
+    row = Row("B7", "1,000 concurrent sessions × 20 steps, loopback mock server")
+    row.goal = "≥ 3× sessions·steps/s; memory per idle session stated"
+    ours = find(bs, r"^test_b7_foldlog")
+    peer = find(bs, r"^test_b7_openai_agents")
+    if not (ours or peer):
+        row.notes.append("bench_concurrency.py did not run or did not finish")
+        return row
+    row.workload = (ours or peer).extra.get("workload", "")  # type: ignore[union-attr]
+    for b, side in ((ours, row.ours), (peer, row.peers)):
+        if b:
+            label = b.extra.get("label", b.name)
+            rate = b.extra.get("steps_per_s")
+            mem = b.extra.get("idle_kib_per_session")
+            txt = f"{label}: {fmt_span(b)}"
+            if rate:
+                txt += f" = {rate:,.0f} session·steps/s"
+            if mem is not None:
+                txt += f"; {mem:.1f} KiB per idle session"
+            side.append(txt)
+        if b and b.extra.get("missing"):
+            row.notes.append(str(b.extra["missing"]))
+    if ours and peer:
+        row.ratio = peer.median / ours.median
+        row.ratio_label = "peer time / foldlog time"
+        row.met = row.ratio >= 3
+    return row
+
+
+def row_b8(bs: list[Bench]) -> Row:
+    row = Row("B8", "durable append: step batches/s, fsync per step")
+    row.goal = "≥ 2× SQLiteSession.add_items"
+    runs = [b for b in bs if b.name.startswith("test_b8") or b.group.upper().startswith("B8")]
+    if not runs:
+        row.notes.append("bench_store.py did not run")
+        return row
+    ours = [b for b in runs if "foldlog" in b.name.lower() or "jsonl" in b.name.lower()]
+    peers = [b for b in runs if b not in ours]
+    row.workload = _size(runs[0]) or runs[0].group
+    for b in ours:
+        row.ours.append(f"{b.name}: {fmt_span(b)}")
+    for b in peers:
+        row.peers.append(f"{b.name}: {fmt_span(b)}")
+    if ours and peers:
+        row.ratio = min(p.median for p in peers) / min(o.median for o in ours)
+        row.ratio_label = "SQLiteSession time / foldlog time"
+        row.met = row.ratio >= 2
+    return row
+
+
+# What bounds a row whose goal is not met (profiled with callgrind/perf; see the bench docstrings).
+BOUNDS = {
+    "B1": "callgrind of the core path on a 10 MB slice "
+    "(`cargo run --release -p foldlog-core --example load`): ~56 instructions/byte — envelope parse "
+    "(serde_json, `RawValue` data) ~30 %, projection into `serde_json::Value` (IndexMap, owned strings) "
+    "~35 %, request-body serialisation ~18 %. `Session.load` then converts every message to Python "
+    "objects and freezes them in Python (about half of its time). Tried and dropped: a hand-written "
+    "memchr/SWAR envelope scanner and raw-span projection (579M vs 565M instructions, no gain in CPU "
+    "time). To close: no per-message `Value` (typed borrowed projection), lazy conversion to Python, "
+    "parallel parsing of line chunks, no per-line copy of the file.",
+    "B2": "the step itself (3 appends + incremental derive) is small; building the request body "
+    "(`wire_json()`) serialises the whole history every step, O(size of the session). To close: cache each "
+    "message's serialised JSON and send the body as a list of cached chunks.",
+}
+
+
+def add_bounds(rows: list[Row]) -> None:
+    for r in rows:
+        if r.met is False and r.id in BOUNDS:
+            r.notes.append("what bounds it: " + BOUNDS[r.id])
+
+
+ROWS = [row_b1, row_b1r, row_b2, row_b3, row_b4, row_b5, row_b6, row_b7, row_b8]
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def machine_text(machine: dict[str, Any]) -> str:
+    cpu = (machine.get("cpu") or {}).get("brand_raw") or cpu_model()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return (
+        f"{os.cpu_count()} cores, {cpu}; {platform.system()} {platform.release()}; "
+        f"Python {machine.get('python_version', platform.python_version())}; "
+        f"load average at report time {load:.1f} (a shared machine: ratios measured pair by pair)"
+    )
+
+
+def chart(rows: list[Row], out: Path) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    shown = [r for r in rows if r.ratio]
+    if not shown:
+        return False
+    fig, ax = plt.subplots(figsize=(8, 0.5 * len(shown) + 1.2))
+    names = [f"{r.id} ({r.ratio_label})" for r in shown]
+    vals = [r.ratio or 0.0 for r in shown]
+    colors = ["#2a9d8f" if r.met else "#e76f51" for r in shown]
+    ax.barh(names, vals, color=colors)
+    ax.set_xscale("log")
+    ax.axvline(1, color="black", linewidth=0.8)
+    for i, v in enumerate(vals):
+        ax.text(v, i, f" {v:.1f}×", va="center")
+    ax.invert_yaxis()
+    ax.set_xlabel("speed ratio (peer time / foldlog time; > 1 = foldlog faster); green = goal met")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def render(
+    rows: list[Row], machine: dict[str, Any], png: str | None, run_notes: list[str] | None = None
+) -> str:
+    out = [
+        "# Benchmarks",
+        "",
+        "Generated by `benches/report.py` from the pytest-benchmark results of `make bench` (release",
+        "build). Medians with min–max over the rounds; ratios are measured pair by pair in one run.",
+        "",
+        f"**Machine:** {machine_text(machine)}",
+        "",
+    ]
+    out += [f"- {n}" for n in run_notes or []]
+    if run_notes:
+        out.append("")
+    if png:
+        out += [f"![ratios]({png})", ""]
+    out += [
+        "| # | workload | foldlog | compared with | ratio | goal | met? |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        ratio = f"{r.ratio:.1f}× ({r.ratio_label})" if r.ratio else "—"
+        met = {True: "yes", False: "**no**", None: "not measured"}[r.met]
+        out.append(
+            f"| {r.id} | {r.title}; {r.workload} | {'<br>'.join(r.ours) or '—'} | "
+            f"{'<br>'.join(r.peers) or '—'} | {ratio} | {r.goal} | {met} |"
+        )
+    notes = list(dict.fromkeys((r.id, n) for r in rows for n in r.notes))
+    if notes:
+        out += ["", "## Notes", ""]
+        out += [f"- **{rid}**: {n}" for rid, n in notes]
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--results", type=Path, default=REPO / "target" / "bench")
+    ap.add_argument("--out", type=Path, default=REPO / "docs" / "benchmarks.md")
+    ap.add_argument("--note", action="append", default=[], help="a line about this run, shown on top")
+    args = ap.parse_args(argv)
+    benches, machine = load_results(args.results)
+    rows = [f(benches) for f in ROWS]
+    add_bounds(rows)
+    png = args.out.with_suffix(".png")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    have_png = chart(rows, png)
+    args.out.write_text(render(rows, machine, png.name if have_png else None, args.note))
+    print(f"wrote {args.out}" + (f" and {png}" if have_png else ""))
+
+
+if __name__ == "__main__":
+    main()
