@@ -122,6 +122,7 @@ class Session:
         # the latest reported prompt tokens: (tokens, rewrite_version, derived messages then)
         self._reported: tuple[int, int, int] | None = None
         self._calibration: list[tuple[int, int]] = []
+        self._calibrated_for: tuple[int, int, int] | None = None
 
     # --- construction from storage -------------------------------------------------------
 
@@ -404,6 +405,8 @@ class Session:
             if gen != self._derived_gen:  # rewritten between the two calls: take a consistent pair
                 derived = self.derive_messages()
                 gen, plan = self._core.wire_plan()
+            if plan is None:
+                return list(derived)
             return [derived[item] if isinstance(item, int) else freeze(item) for item in plan]
 
     def wire_json(self) -> bytes:
@@ -452,7 +455,14 @@ class Session:
 
         name = model or self.model or DEFAULT_MODEL
         tok = Tokenizer.for_model(name)
-        if not tok.exact and self._calibration:
+        reported = self._reported
+        if not tok.exact and reported is not None:
+            # characters per token learned from what the provider reported for this session
+            if self._calibrated_for != reported:
+                msgs = self.derive_messages()[: reported[2]]
+                chars = sum(len(json.dumps(m, ensure_ascii=False)) for m in msgs)
+                self._calibration = [*self._calibration[-31:], (chars, reported[0])]
+                self._calibrated_for = reported
             tok = Tokenizer.for_model(name, tokens_per_char=calibrated_tokens_per_char(self._calibration))
         return tok
 
@@ -477,10 +487,9 @@ class Session:
         """Remember the provider's reported ``prompt_tokens`` for a request of the current surface
         (the agent's replies do this through their usage): `estimate_prompt_tokens` starts from it."""
         with self._lock:
+            # cheap on purpose (the agent calls this every step): the calibration of estimating
+            # tokenizers is derived from it only when an estimate is asked for
             self._reported = (prompt_tokens, self.rewrite_version, len(self.derive_messages()))
-            if self.model is not None and not self._tokenizer(self.model).exact:
-                chars = sum(len(json.dumps(m, ensure_ascii=False)) for m in self.derive_messages())
-                self._calibration = [*self._calibration[-31:], (chars, prompt_tokens)]
 
     def estimate_prompt_tokens(
         self, model: str | None = None, tools: Sequence[Mapping[str, Any]] = ()

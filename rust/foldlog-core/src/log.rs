@@ -39,6 +39,8 @@ pub struct EventLog {
     flushed: usize,
     open_compaction: Option<u64>,
     token_cache: Option<TokenCache>,
+    /// (generation, length) of the derived prefix known to pass the send normalizer unchanged
+    wire_verified: (u64, usize),
 }
 
 /// Per-tokenizer counts of surface events and the running total of the current surface.
@@ -307,6 +309,19 @@ impl EventLog {
         }
         self.derived_nodes = total;
         &self.derived
+    }
+
+    /// Whether the send normalizer would leave the derived messages exactly as they are. Only the
+    /// messages added since the last call are checked (the verified prefix is kept per generation).
+    pub fn wire_is_identity(&mut self) -> bool {
+        self.derive();
+        let (gen, mut upto) = self.wire_verified;
+        if gen != self.rewrite_version || upto > self.derived.len() {
+            upto = 0;
+        }
+        let verified = crate::wire::verified_prefix(&self.derived, upto);
+        self.wire_verified = (self.rewrite_version, verified);
+        verified == self.derived.len()
     }
 
     /// Seq of the event behind each derived message (parallel to [`EventLog::derive`]).

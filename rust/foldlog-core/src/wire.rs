@@ -108,3 +108,54 @@ pub fn plan_send(messages: &[Message]) -> Vec<Sent> {
     }
     out
 }
+
+/// Length of the longest prefix of `messages`, from the unit boundary `start`, that the send
+/// normalizer would leave exactly as it is: plain messages, and assistant messages whose calls are
+/// followed at once by exactly their results (same ids and names, in call order). Callers keep
+/// the verified length between requests so each request checks only the new messages.
+pub fn verified_prefix(messages: &[Message], start: usize) -> usize {
+    let n = messages.len();
+    let mut i = start.min(n);
+    while i < n {
+        let m = &messages[i];
+        match role(m) {
+            "tool" => return i, // a result not right after its call: the normalizer moves or drops it
+            "assistant" => {
+                let calls = match m.get("tool_calls") {
+                    Some(Value::Array(calls)) if !calls.is_empty() => calls,
+                    _ => {
+                        i += 1;
+                        continue;
+                    }
+                };
+                for (k, call) in calls.iter().enumerate() {
+                    let Some(r) = messages.get(i + 1 + k) else {
+                        return i;
+                    };
+                    let id = call.get("id").and_then(Value::as_str);
+                    let name = call
+                        .get("function")
+                        .and_then(|f| f.get("name"))
+                        .and_then(Value::as_str);
+                    if role(r) != "tool"
+                        || id.is_none()
+                        || r.get("tool_call_id").and_then(Value::as_str) != id
+                        || r.get("name").and_then(Value::as_str) != name
+                    {
+                        return i;
+                    }
+                }
+                // a further result for this group would be an orphan the normalizer drops
+                if messages
+                    .get(i + 1 + calls.len())
+                    .is_some_and(|r| role(r) == "tool")
+                {
+                    return i;
+                }
+                i += 1 + calls.len();
+            }
+            _ => i += 1,
+        }
+    }
+    n
+}

@@ -246,10 +246,20 @@ impl Log {
 
     /// The send normalizer as a plan over the derived messages: `(rewrite_version, items)` where
     /// an item is the index of a derived message sent as it is, or a new message dict.
-    fn wire_plan<'py>(&self, py: Python<'py>) -> PyResult<(u64, Bound<'py, PyList>)> {
+    /// `items` is `None` when every derived message is sent as it is (the common case, checked
+    /// incrementally).
+    fn wire_plan<'py>(&self, py: Python<'py>) -> PyResult<(u64, Option<Bound<'py, PyList>>)> {
         let (gen, plan) = self.with_write(py, |log| {
-            (log.rewrite_version(), wire::plan_send(log.derive()))
+            let gen = log.rewrite_version();
+            if log.wire_is_identity() {
+                (gen, None)
+            } else {
+                (gen, Some(wire::plan_send(log.derive())))
+            }
         })?;
+        let Some(plan) = plan else {
+            return Ok((gen, None));
+        };
         let out = PyList::empty(py);
         for item in plan {
             match item {
@@ -257,7 +267,7 @@ impl Log {
                 wire::Sent::New(m) => out.append(to_py(py, &m)?)?,
             }
         }
-        Ok((gen, out))
+        Ok((gen, Some(out)))
     }
 
     /// Exact tokens of the surface's messages with `counter`, each event counted once and cached
