@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from foldlog.stores.file import preview_of
+
 _TURN = re.compile(rb'"type"\s*:\s*"turn/start"')
-_USER = re.compile(rb'"type"\s*:\s*"user/message"')
 SUFFIX = ".jsonl"
 
 
@@ -37,23 +38,6 @@ class SessionInfo:
         }
 
 
-def _preview(data: bytes, limit: int = 72) -> str:
-    from foldlog.interchange.events import text_of
-
-    for line in data.splitlines():
-        if not _USER.search(line):
-            continue
-        try:
-            ev = json.loads(line)
-        except ValueError:
-            continue
-        content = ev.get("data", {}).get("content") if isinstance(ev, dict) else None
-        text = " ".join(text_of(content).split())
-        if text:
-            return text if len(text) <= limit else text[: limit - 1] + "…"
-    return ""
-
-
 def describe(path: Path) -> SessionInfo:
     stat = path.stat()
     data = path.read_bytes()
@@ -66,7 +50,7 @@ def describe(path: Path) -> SessionInfo:
     except ValueError:
         pass
     return SessionInfo(
-        session_id, path, stat.st_size, stat.st_mtime, len(_TURN.findall(data)), _preview(data)
+        session_id, path, stat.st_size, stat.st_mtime, len(_TURN.findall(data)), preview_of(data) or ""
     )
 
 

@@ -158,7 +158,8 @@ def holder_of(path: Path) -> str | None:
         os.close(fd)
 
 
-def _preview(data: bytes, limit: int = 72) -> str | None:
+def preview_of(data: bytes, limit: int = 72) -> str | None:
+    """The start of the first user message of a log's bytes (for listings), or None."""
     from foldlog.project_text import text_of
 
     for line in data.splitlines():
@@ -196,5 +197,5 @@ def describe(path: Path) -> SessionInfo:
         size=stat.st_size,
         turns=len(_TURN.findall(data)),
         holder=holder_of(path),
-        preview=_preview(data),
+        preview=preview_of(data),
     )
