@@ -6,8 +6,9 @@ Public names are imported lazily so that ``import foldlog`` stays fast.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from foldlog._lazy import lazy_attributes
 from foldlog.errors import (
     APIError,
     AuthError,
@@ -62,19 +63,7 @@ if TYPE_CHECKING:
     from foldlog.tools.registry import Tool, ToolRegistry, tool
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'foldlog' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_attributes(globals(), _LAZY)
 
 
 __all__ = [

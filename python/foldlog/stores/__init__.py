@@ -5,8 +5,9 @@ Names resolve lazily so that importing foldlog never imports a database driver.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from foldlog._lazy import lazy_attributes
 from foldlog.stores.base import SessionInfo, SessionStore, StoreWriter
 
 _LAZY: dict[str, str] = {
@@ -19,15 +20,7 @@ if TYPE_CHECKING:
     from foldlog.stores.postgres import PostgresStore
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'foldlog.stores' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_attributes(globals(), _LAZY)
 
 
 __all__ = ["FileStore", "PostgresStore", "SessionInfo", "SessionStore", "StoreWriter"]

@@ -481,6 +481,26 @@ pub struct FileWriter {
     inner: Mutex<Option<CoreWriter>>,
 }
 
+impl FileWriter {
+    /// Run `f` on the open writer, without the GIL (see `Log::with_write`).
+    fn with_open(
+        &self,
+        py: Python<'_>,
+        f: impl Send + FnOnce(&mut CoreWriter) -> foldlog_core::Result<()>,
+    ) -> PyResult<()> {
+        detached(py, None, || {
+            let mut g = self
+                .inner
+                .lock()
+                .map_err(|_| foldlog_core::Error::storage("writer lock poisoned"))?;
+            let w = g
+                .as_mut()
+                .ok_or_else(|| foldlog_core::Error::storage("the session file is closed"))?;
+            f(w)
+        })
+    }
+}
+
 #[pymethods]
 impl FileWriter {
     /// Take the lock and open (or create with `header_line`) the file. Returns `(writer, bytes)`.
@@ -511,31 +531,13 @@ impl FileWriter {
 
     /// Cut a torn tail found on open.
     fn cut_to(&self, py: Python<'_>, len: u64, add_newline: bool) -> PyResult<()> {
-        detached(py, None, || {
-            let mut g = self
-                .inner
-                .lock()
-                .map_err(|_| foldlog_core::Error::storage("writer lock poisoned"))?;
-            let w = g
-                .as_mut()
-                .ok_or_else(|| foldlog_core::Error::storage("the session file is closed"))?;
-            w.cut_to(len, add_newline)
-        })
+        self.with_open(py, |w| w.cut_to(len, add_newline))
     }
 
     /// Append bytes as one durable batch.
     fn append(&self, py: Python<'_>, data: &Bound<'_, PyBytes>) -> PyResult<()> {
         let bytes = data.as_bytes();
-        detached(py, None, || {
-            let mut g = self
-                .inner
-                .lock()
-                .map_err(|_| foldlog_core::Error::storage("writer lock poisoned"))?;
-            let w = g
-                .as_mut()
-                .ok_or_else(|| foldlog_core::Error::storage("the session file is closed"))?;
-            w.append(bytes)
-        })
+        self.with_open(py, |w| w.append(bytes))
     }
 
     /// Release the lock and close the file.
