@@ -63,7 +63,8 @@ def cap_text(text: str, limit: int) -> tuple[str, int]:
     """``text`` cut to its first and last ``limit // 2`` UTF-8 bytes around a marker; the bytes left out.
 
     Text within ``limit`` (plus the marker's size, see ``MARKER_SLACK``) comes back unchanged.
-    Only the head and tail are encoded, so a 100 MB string costs no 100 MB copy.
+    Only the head and tail are encoded, so a 100 MB string costs no 100 MB copy. Lone surrogates
+    pass through (as 3 bytes each): :func:`clean_text` the result.
     """
     if len(text) * 4 <= limit:  # cannot exceed the limit even if every character took 4 bytes
         return text, 0
@@ -72,11 +73,13 @@ def cap_text(text: str, limit: int) -> tuple[str, int]:
         return text, 0
     half = limit // 2
     # every character is at least one byte: the first/last `half` characters hold enough bytes
-    head = text[:half].encode("utf-8", errors="surrogatepass")[:half].decode("utf-8", errors="ignore")
-    tail_bytes = text[max(len(text) - half, 0) :].encode("utf-8", errors="surrogatepass")
-    tail = tail_bytes[len(tail_bytes) - half :].decode("utf-8", errors="ignore")
-    omitted = total - utf8_len(head) - utf8_len(tail)
-    return f"{head}{marker(omitted)}{tail}", omitted
+    head = bytearray(text[:half].encode("utf-8", errors="surrogatepass")[:half])
+    head_text = head[: _complete_prefix(head)].decode("utf-8", errors="surrogatepass")
+    tail_all = text[max(len(text) - half, 0) :].encode("utf-8", errors="surrogatepass")
+    tail = bytearray(tail_all[len(tail_all) - half :])
+    tail_text = tail[_first_char_start(tail) :].decode("utf-8", errors="surrogatepass")
+    omitted = total - utf8_len(head_text) - utf8_len(tail_text)
+    return f"{head_text}{marker(omitted)}{tail_text}", omitted
 
 
 def cap_output(text: str, limit: int) -> str:
@@ -84,7 +87,7 @@ def cap_output(text: str, limit: int) -> str:
     return cap_text(text, limit)[0]
 
 
-def _complete_prefix(data: bytearray) -> int:
+def _complete_prefix(data: bytes | bytearray) -> int:
     """Length of ``data`` without a multi-byte character cut off at its end."""
     n = len(data)
     for i in range(n - 1, max(n - 4, -1), -1):
@@ -95,7 +98,7 @@ def _complete_prefix(data: bytearray) -> int:
     return n
 
 
-def _first_char_start(data: bytearray) -> int:
+def _first_char_start(data: bytes | bytearray) -> int:
     """Offset of the first byte of ``data`` that is not the continuation of a cut-off character."""
     for i in range(min(3, len(data))):
         if data[i] & 0xC0 != 0x80:

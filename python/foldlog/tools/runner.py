@@ -89,12 +89,13 @@ def to_outcome(value: Any, limit: int) -> ToolOutcome:
 def bounded(outcome: ToolOutcome, limit: int) -> tuple[str, dict[str, Any]]:
     """The outcome's content as it may be logged (no lone surrogates, within ``limit``) and its meta."""
     meta = dict(outcome.meta)
-    content, replaced = clean_text(outcome.content)
-    if replaced:
-        meta["utf8Replaced"] = meta.get("utf8Replaced", 0) + replaced
-    content, omitted = cap_text(content, limit)
+    # capped first: only what is kept gets scanned for lone surrogates
+    content, omitted = cap_text(outcome.content, limit)
     if omitted:
         meta["omittedBytes"] = meta.get("omittedBytes", 0) + omitted
+    content, replaced = clean_text(content)
+    if replaced:
+        meta["utf8Replaced"] = meta.get("utf8Replaced", 0) + replaced
     return content, meta
 
 
