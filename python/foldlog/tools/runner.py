@@ -289,16 +289,20 @@ class ToolRunner:
         limit = t.timeout if t.timeout is not None else timeout
         try:
             kwargs = t.bind(ctx.arguments, ctx)
-            task = asyncio.ensure_future(t.fn(**kwargs) if t.is_async else _in_thread(t.fn, kwargs, t.name))
-            try:
-                done, _ = await asyncio.wait({task}, timeout=limit)
-            except asyncio.CancelledError:
-                await _settle(task, t.name)
-                raise
-            if not done:
-                await _settle(task, t.name)
-                return ToolOutcome(f"error: {t.name} timed out after {limit:g}s", True)
-            value = task.result()
+            work = t.fn(**kwargs) if t.is_async else _in_thread(t.fn, kwargs, t.name)
+            if limit is None:  # nothing to bound: no task to watch (a cancellation goes straight in)
+                value = await work
+            else:
+                task = asyncio.ensure_future(work)
+                try:
+                    done, _ = await asyncio.wait({task}, timeout=limit)
+                except asyncio.CancelledError:
+                    await _settle(task, t.name)
+                    raise
+                if not done:
+                    await _settle(task, t.name)
+                    return ToolOutcome(f"error: {t.name} timed out after {limit:g}s", True)
+                value = task.result()
             if inspect.isawaitable(value):  # a sync wrapper that returned a coroutine
                 value = await value
         except Exception as e:  # the tool's own TimeoutError keeps its own message
