@@ -190,24 +190,49 @@ def test_hanging_command_is_killed_with_its_whole_process_group(tmp_path: Path, 
     assert wait_group_gone(pgid) == []
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process groups from /proc")
+def running_with_arg(arg: str) -> list[str]:
+    """Live (not zombie) processes whose command line contains ``arg``."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if arg in cmdline and state != "Z":
+            found.append(f"{name}: {cmdline}")
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
 @pytest.mark.timeout(60)
-def test_cancelled_command_leaves_no_process(tmp_path: Path) -> None:
-    async def go() -> int:
+@pytest.mark.parametrize("when", ["while starting", "while running"])
+def test_cancelled_command_leaves_no_process(tmp_path: Path, when: str) -> None:
+    # a duration no other process uses: finds the command's sleeps whatever their group
+    arg = str(900_000 + os.getpid() % 10_000 * 10 + (when == "while running"))
+
+    async def go() -> None:
         runner = ToolRunner(ToolRegistry(builtin_tools(tmp_path, bash=True)), None, None)
-        marker = tmp_path / "pgid"
-        args = json.dumps({"command": f"echo $$ > {marker}; sleep 1000"})
+        args = json.dumps({"command": f"echo started > started; sleep {arg} & sleep {arg}"})
         task = asyncio.ensure_future(
             runner.run_batch([ToolCall("c", "bash", args)], max_parallel=8, output_limit=4096, timeout=None)
         )
-        while not marker.exists() or not marker.read_text().strip():
-            await asyncio.sleep(0.02)
+        if when == "while starting":
+            await asyncio.sleep(0)  # the spawn is under way, its handle not yet returned
+        else:
+            while not (tmp_path / "started").exists():
+                await asyncio.sleep(0.02)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        return int(marker.read_text())
 
-    assert wait_group_gone(asyncio.run(go())) == []
+    asyncio.run(go())
+    deadline = time.monotonic() + 10
+    while (left := running_with_arg(arg)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert left == []
 
 
 # --- huge output -------------------------------------------------------------------------------

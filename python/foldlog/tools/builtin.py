@@ -179,16 +179,8 @@ def builtin_tools(
     ) -> ToolOutcome:
         """Run a shell command in the workspace; returns exit code and combined output."""
         limit = min(timeout, bash_timeout) if timeout else bash_timeout
-        proc = await asyncio.create_subprocess_shell(
-            command,
-            cwd=ws.root,
-            env=scrubbed_env(),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-        )
         kept = HeadTail(output_limit)
+        proc = await _spawn(command, ws.root, kept)
         timed_out = False
         try:
             async with asyncio.timeout(limit):
@@ -229,6 +221,31 @@ def builtin_tools(
 def scrubbed_env() -> dict[str, str]:
     """The current environment without anything that looks like a credential."""
     return {k: v for k, v in os.environ.items() if not _SECRET.search(k)}
+
+
+async def _spawn(command: str, cwd: Path, kept: HeadTail) -> asyncio.subprocess.Process:
+    """Start the command in a session of its own; a cancellation that lands while it is being
+    started (the shell may already run) waits for its handle and stops it before going on."""
+    spawn = asyncio.ensure_future(
+        asyncio.create_subprocess_shell(
+            command,
+            cwd=cwd,
+            env=scrubbed_env(),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+    )
+    try:
+        return await asyncio.shield(spawn)
+    except asyncio.CancelledError:
+        try:
+            proc = await spawn
+        except Exception:  # it failed to start: nothing to stop
+            raise asyncio.CancelledError from None
+        await _stop(proc, kept)
+        raise
 
 
 async def _drain(proc: asyncio.subprocess.Process, kept: HeadTail) -> None:
