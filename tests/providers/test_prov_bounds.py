@@ -221,6 +221,19 @@ def test_a_keepalive_trickle_meets_the_idle_timeout() -> None:
     assert "idle_timeout" in str(out.error)
 
 
+@pytest.mark.timeout(60)
+def test_blank_lines_before_a_json_body_meet_the_idle_timeout() -> None:
+    # DeepSeek keeps a queued non-streamed request alive with blank lines
+    async def handle(req: Received, w: asyncio.StreamWriter) -> None:
+        w.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n")
+        await endless(b"\n", pause=0.05)(w)
+
+    out = serve([handle], idle_timeout=0.5)
+    assert isinstance(out.error, ProviderTimeout)
+    assert "no complete JSON body in 0.5 s (idle_timeout)" in str(out.error)
+    assert out.requests == 2 and len(out.retries) == 1
+
+
 def test_bad_bounds_are_named() -> None:
     with pytest.raises(ValueError, match="max_line_bytes must be >= 1"):
         OpenAICompatible("http://x", None, "m", max_line_bytes=0)

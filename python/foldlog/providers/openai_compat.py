@@ -279,14 +279,22 @@ class OpenAICompatible:
 
         raw = bytearray()
         limit = self.max_line_bytes
+        idle = self.idle_timeout
         try:
-            async for piece in response.aiter_bytes():
-                raw += piece
-                if limit is not None and len(raw) > limit:
-                    raise StreamProtocolError(
-                        f"the JSON response body is longer than {limit} bytes (max_line_bytes); "
-                        "it was abandoned before reading the rest"
-                    )
+            # the body is the output: blank lines before it (DeepSeek's keep-alive while a
+            # request is queued) may take idle_timeout at most, like keep-alives in a stream
+            async with asyncio.timeout(idle):
+                async for piece in response.aiter_bytes():
+                    raw += piece
+                    if limit is not None and len(raw) > limit:
+                        raise StreamProtocolError(
+                            f"the JSON response body is longer than {limit} bytes (max_line_bytes); "
+                            "it was abandoned before reading the rest"
+                        )
+        except TimeoutError:
+            if idle is None:
+                raise
+            raise _Cut(f"stalled: no complete JSON body in {idle:g} s (idle_timeout)", stalled=True) from None
         except httpx.TimeoutException:
             raise _Cut(f"stalled: no bytes for {self.stall_timeout:g} s", stalled=True) from None
         except httpx.TransportError as e:
