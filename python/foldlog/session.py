@@ -17,11 +17,14 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol, overload
 
 from foldlog import _core
 from foldlog._frozen import FrozenDict, freeze
 from foldlog.errors import InvalidEventError, StorageError
+
+if TYPE_CHECKING:
+    from foldlog.wire import WireMessages
 
 log = logging.getLogger("foldlog.session")
 
@@ -410,8 +413,21 @@ class Session:
             return [derived[item] if isinstance(item, int) else freeze(item) for item in plan]
 
     def wire_json(self) -> bytes:
-        """`wire_messages()` as JSON bytes, built in the core without Python objects."""
+        """`wire_messages()` as JSON bytes (keys sorted), joined from the core's cached
+        per-message JSON: only messages never serialised before are serialised."""
         return self._core.wire_json()
+
+    def wire_request(self, style: str = "keep") -> WireMessages:
+        """`wire_messages()` together with the same messages serialised by the core in ``style``
+        (``"keep"``, ``"strip"``: without ``reasoning_content``, ``"with-calls"``: DeepSeek's
+        thinking mode), taken under one lock so the two agree. Each message is serialised once
+        per style and kept: a request after appends costs O(new messages) (see `foldlog.wire`)."""
+        from foldlog.wire import WireMessages
+
+        with self._lock:
+            messages = self.wire_messages()
+            segments = self._core.wire_segments(style)
+        return WireMessages(messages, segments)
 
     def surface_seqs(self) -> list[int]:
         """The seq of the event behind each derived message."""
@@ -482,6 +498,16 @@ class Session:
                 total = sum(tok.count_message(m) for m in self.derive_messages())
         extra = tok.count_tools(tools) if tools else 0
         return int(total) + extra + int(tok.request_overhead())
+
+    def token_counts(self, model: str | None = None) -> list[int] | None:
+        """The tokens of each derived message (parallel to `derive_messages`) with ``model``'s
+        exact tokenizer, from the same per-event cache as `token_count` (each event counted
+        once); ``None`` when the model has no exact tokenizer."""
+        tok = self._tokenizer(model)
+        if not tok.exact:
+            return None
+        with self._lock:
+            return self._core.surface_token_counts(tok._counter)
 
     def record_prompt_tokens(self, prompt_tokens: int) -> None:
         """Remember the provider's reported ``prompt_tokens`` for a request of the current surface

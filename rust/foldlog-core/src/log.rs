@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use crate::body::{self, Messages, Segment, SharedSegments, WireMessages, WireStyle};
 use crate::error::{Error, Result};
 use crate::event::{Event, Header, SurfaceOp};
 use crate::project::project;
@@ -41,6 +42,32 @@ pub struct EventLog {
     token_cache: Option<TokenCache>,
     /// (generation, length) of the derived prefix known to pass the send normalizer unchanged
     wire_verified: (u64, usize),
+    /// Serialised messages, one cache per [`WireStyle`] (indexed by its position in `ALL`).
+    wire_cache: [Option<Box<WireCache>>; 3],
+}
+
+/// One style's serialised messages: per event (a projection never changes, so these survive
+/// rewrites) and the current generation's list in surface order.
+#[derive(Debug, Default)]
+struct WireCache {
+    per_seq: Vec<Option<Segment>>,
+    list: SharedSegments,
+    gen: u64,
+    /// Sum of the lengths of `list`'s segments.
+    bytes: usize,
+}
+
+impl Clone for WireCache {
+    /// A copy gets its own list: two logs must never append to one shared list.
+    fn clone(&self) -> Self {
+        let list = self.list.read().unwrap_or_else(|e| e.into_inner()).clone();
+        WireCache {
+            per_seq: self.per_seq.clone(),
+            list: std::sync::Arc::new(std::sync::RwLock::new(list)),
+            gen: self.gen,
+            bytes: self.bytes,
+        }
+    }
 }
 
 /// Per-tokenizer counts of surface events and the running total of the current surface.
@@ -324,6 +351,98 @@ impl EventLog {
         verified == self.derived.len()
     }
 
+    /// The serialised messages of the next request in `style`: only messages not serialised
+    /// before are (per event, kept across rewrites); after appends the result shares the
+    /// generation's list, so it costs O(new messages). When the send normalizer changes
+    /// something, the result is its own list (cached segments reused).
+    pub fn wire_messages(&mut self, style: WireStyle) -> WireMessages {
+        let identity = self.wire_is_identity();
+        let slot = WireStyle::ALL
+            .iter()
+            .position(|s| *s == style)
+            .expect("every style is in ALL");
+        let mut cache = self.wire_cache[slot].take().unwrap_or_default();
+        let gen = self.rewrite_version;
+        if cache.per_seq.len() < self.events.len() {
+            cache.per_seq.resize(self.events.len(), None);
+        }
+        let have = cache.list.read().unwrap_or_else(|e| e.into_inner()).len();
+        if cache.gen != gen || have > self.derived.len() {
+            // a new generation gets a new list: bodies still holding the old one keep it intact
+            cache.list = SharedSegments::default();
+            cache.gen = gen;
+            cache.bytes = 0;
+        }
+        let have = cache.list.read().unwrap_or_else(|e| e.into_inner()).len();
+        let new = self.segments(&mut cache.per_seq, have, style);
+        cache.bytes += new.iter().map(|s| s.len()).sum::<usize>();
+        let count = {
+            let mut list = cache.list.write().unwrap_or_else(|e| e.into_inner());
+            list.extend(new);
+            list.len()
+        };
+        let out = if identity {
+            WireMessages {
+                style,
+                messages: Messages::Shared {
+                    list: cache.list.clone(),
+                    count,
+                },
+                len: cache.bytes + count.saturating_sub(1),
+            }
+        } else {
+            let list = cache.list.read().unwrap_or_else(|e| e.into_inner());
+            let segs: Vec<Segment> = crate::wire::plan_send(&self.derived)
+                .into_iter()
+                .map(|item| match item {
+                    crate::wire::Sent::Same(i) => list[i].clone(),
+                    crate::wire::Sent::New(m) => body::message_json(&m, style).into(),
+                })
+                .collect();
+            let len = body::joined_len(&segs);
+            WireMessages {
+                style,
+                messages: Messages::Owned(std::sync::Arc::new(segs)),
+                len,
+            }
+        };
+        self.wire_cache[slot] = Some(cache);
+        out
+    }
+
+    /// Segments of the derived messages from `start`: cached ones reused, the rest serialised
+    /// (in parallel when there are many, as after loading a long log).
+    fn segments(
+        &self,
+        per_seq: &mut [Option<Segment>],
+        start: usize,
+        style: WireStyle,
+    ) -> Vec<Segment> {
+        use rayon::prelude::*;
+        let seqs = &self.derived_seqs[start..];
+        let msgs = &self.derived[start..];
+        let missing: Vec<usize> = (0..seqs.len())
+            .filter(|&k| per_seq[seqs[k] as usize].is_none())
+            .collect();
+        let made: Vec<Segment> = if missing.len() > 256 {
+            missing
+                .par_iter()
+                .map(|&k| body::message_json(&msgs[k], style).into())
+                .collect()
+        } else {
+            missing
+                .iter()
+                .map(|&k| body::message_json(&msgs[k], style).into())
+                .collect()
+        };
+        for (&k, seg) in missing.iter().zip(made) {
+            per_seq[seqs[k] as usize] = Some(seg);
+        }
+        seqs.iter()
+            .map(|&s| per_seq[s as usize].clone().expect("serialised above"))
+            .collect()
+    }
+
     /// Seq of the event behind each derived message (parallel to [`EventLog::derive`]).
     pub fn derived_seqs(&mut self) -> &[u64] {
         self.derive();
@@ -413,6 +532,21 @@ impl EventLog {
             .sum::<u64>();
         cache.counted = self.derived.len();
         Ok(cache.total)
+    }
+
+    /// The count of each derived message with `tok` (parallel to [`EventLog::derive`]), from
+    /// the same per-event cache as [`EventLog::surface_tokens`].
+    pub fn surface_token_counts(
+        &mut self,
+        tok: &'static Tokenizer,
+    ) -> std::result::Result<Vec<u32>, TokenError> {
+        self.surface_tokens(tok)?;
+        let cache = self.token_cache.as_ref().expect("set by surface_tokens");
+        Ok(self
+            .derived_seqs
+            .iter()
+            .map(|&s| cache.per_seq[s as usize].unwrap_or(0))
+            .collect())
     }
 
     /// How many events hold a count for `tokenizer` in memory (for tests: a resumed session

@@ -10,9 +10,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use serde_json::Value;
 
+use crate::body::{style_of, WireSegments};
 use crate::convert::{to_py, value_of};
 use crate::errors::{detached, to_py as err_to_py};
 use crate::tokens::{to_py as tokens_to_py, PyTokenCounter};
+use foldlog_core::body::WireStyle;
 use foldlog_core::tokens::TokenizerChoice;
 
 /// The session event log. Frozen with interior locking: one writer, many reader threads;
@@ -218,14 +220,17 @@ impl Log {
         py: Python<'py>,
         start: usize,
     ) -> PyResult<(u64, usize, Bound<'py, PyList>)> {
-        let (gen, msgs) =
-            self.with_write(py, |log| (log.rewrite_version(), log.derive().to_vec()))?;
-        let start = start.min(msgs.len());
+        // only the new messages are copied out: a step on a long session stays O(new)
+        let (gen, total, msgs) = self.with_write(py, |log| {
+            let gen = log.rewrite_version();
+            let all = log.derive();
+            (gen, all.len(), all[start.min(all.len())..].to_vec())
+        })?;
         let out = PyList::empty(py);
-        for m in &msgs[start..] {
+        for m in &msgs {
             out.append(to_py(py, m)?)?;
         }
-        Ok((gen, msgs.len(), out))
+        Ok((gen, total, out))
     }
 
     /// Seq of the event behind each derived message.
@@ -286,11 +291,34 @@ impl Log {
         self.with_read(py, |log| log.cached_token_events())
     }
 
-    /// The wire messages as JSON bytes (a JSON array), built without Python objects.
+    /// The count of each derived message with `counter` (parallel to `derived_since(0)`), from
+    /// the per-event cache; `None` for an estimating counter.
+    fn surface_token_counts(
+        &self,
+        py: Python<'_>,
+        counter: &PyTokenCounter,
+    ) -> PyResult<Option<Vec<u32>>> {
+        let TokenizerChoice::Exact(tok) = counter.inner else {
+            return Ok(None);
+        };
+        self.with_write(py, |log| log.surface_token_counts(tok))?
+            .map(Some)
+            .map_err(|e| tokens_to_py(py, e))
+    }
+
+    /// The serialised messages of the next request in `style` ("keep", "strip" or
+    /// "with-calls"): only messages never serialised before are serialised (GIL released).
+    fn wire_segments(&self, py: Python<'_>, style: &str) -> PyResult<WireSegments> {
+        let style = style_of(style)?;
+        let inner = self.with_write(py, |log| log.wire_messages(style))?;
+        Ok(WireSegments { inner })
+    }
+
+    /// The wire messages as JSON bytes (a JSON array, keys sorted), from the cached segments.
     fn wire_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let bytes = self.with_write(py, |log| {
-            let sent = wire::normalize_for_send(log.derive());
-            serde_json::to_vec(&sent).unwrap_or_default()
+            let messages = log.wire_messages(WireStyle::Keep);
+            foldlog_core::body::WireBody::new(b"[", messages, b"]").to_vec()
         })?;
         Ok(PyBytes::new(py, &bytes))
     }

@@ -1,0 +1,87 @@
+"""Request bodies built from the session core's cached message JSON.
+
+Each derived message is serialised once (per wire style) in the Rust core; a request body is the
+provider's header and trailer around those shared segments, sent as an async byte stream with a
+``Content-Length``. A step on a long session therefore costs O(new messages), not O(history),
+and the bytes are exactly ``json.dumps(body, ensure_ascii=False, separators=(",", ":"),
+sort_keys=True)`` of the same body (what ``OpenAICompatible.encode_body`` writes).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from foldlog import _core
+
+#: bytes per piece handed to the HTTP client
+CHUNK_SIZE = 65_536
+
+
+@dataclass(frozen=True, slots=True)
+class WireMessages:
+    """A request's messages twice, consistent with each other: ``messages`` (what
+    ``Request.messages`` holds, the session's ``wire_messages()``) and ``segments``, the same
+    messages serialised by the core in one wire style (``"keep"``, ``"strip"``, ``"with-calls"``).
+    """
+
+    messages: Sequence[Mapping[str, Any]]
+    segments: _core.WireSegments
+
+    @property
+    def style(self) -> str:
+        return self.segments.style
+
+
+class ChunkedBody:
+    """A request body as httpx ``content``: an async iterable of bytes with a known length.
+
+    Re-iterable (retries send it again); ``len()`` is the ``Content-Length`` to set, so the
+    request is not chunk-encoded (DeepSeek, OpenAI and llama.cpp all take a plain length).
+    """
+
+    __slots__ = ("_body",)
+
+    def __init__(self, body: _core.WireBody) -> None:
+        self._body = body
+
+    def __len__(self) -> int:
+        return len(self._body)
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for piece in self._body.chunks(CHUNK_SIZE):
+            yield piece
+
+    def to_bytes(self) -> bytes:
+        """The whole body in one buffer (tests, logging)."""
+        return self._body.to_bytes()
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def frame(body: Mapping[str, Any]) -> tuple[bytes, bytes]:
+    """The bytes before and after the messages in the encoded ``body`` (its ``"messages"`` value
+    is ignored): the keys sorted, each ``key:value`` written as ``json.dumps`` writes it."""
+    before: list[str] = []
+    after: list[str] = []
+    for key in sorted(body):
+        if key == "messages":
+            continue
+        (before if key < "messages" else after).append(f"{_dumps(key)}:{_dumps(body[key])}")
+    head = "{" + "".join(item + "," for item in before) + '"messages":['
+    tail = "]" + "".join("," + item for item in after) + "}"
+    return head.encode(), tail.encode()
+
+
+def chunked_body(wire: WireMessages, body: Mapping[str, Any]) -> ChunkedBody:
+    """``body`` (built without messages) around the serialised messages of ``wire``."""
+    head, tail = frame(body)
+    return ChunkedBody(wire.segments.body(head, tail))
+
+
+__all__ = ["CHUNK_SIZE", "ChunkedBody", "WireMessages", "chunked_body", "frame"]
