@@ -166,7 +166,8 @@ class Compactor:
             return exact
         if self._fallback is None:
             self._fallback = planning.model_counter(getattr(self.provider, "model", None))
-        return planning.token_counts(self.session, messages, self._fallback)
+        # not planning.token_counts: the session's counts are for its own model, not the provider's
+        return self._fallback.count(messages)
 
     def _exact_model(self) -> str | None:
         """The provider's model when the session can count it exactly from its per-event cache."""

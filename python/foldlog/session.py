@@ -116,6 +116,9 @@ class Session:
         self._subscribers: list[Subscriber] = []
         self._derived: list[FrozenDict] = []
         self._derived_gen = -1
+        # the send plan's final part as messages, for generation `_wire_gen` (see wire_messages)
+        self._wire_final: list[Mapping[str, Any]] = []
+        self._wire_gen = -1
         self.normalized_dirty = False
         self.repair_report: dict[str, Any] = {}
         self.torn_tail: dict[str, int] | None = None
@@ -379,16 +382,20 @@ class Session:
         """The model-visible history (OpenAI chat shape), immutable. Incremental: after appends
         only new surface nodes are projected; after a fold/replace the cache is rebuilt."""
         with self._lock:
-            start = len(self._derived)
-            gen, total, new = self._core.derived_since(start)
-            if gen != self._derived_gen or total < start:
-                if start:
-                    gen, total, new = self._core.derived_since(0)
-                self._derived = [freeze(m) for m in new]
-                self._derived_gen = gen
-            else:
-                self._derived.extend(freeze(m) for m in new)
-            return tuple(self._derived)
+            return tuple(self._sync_derived())
+
+    def _sync_derived(self) -> list[FrozenDict]:
+        """The derived-message cache brought up to date (the list itself: callers copy it)."""
+        start = len(self._derived)
+        gen, total, new = self._core.derived_since(start)
+        if gen != self._derived_gen or total < start:
+            if start:
+                gen, total, new = self._core.derived_since(0)
+            self._derived = [freeze(m) for m in new]
+            self._derived_gen = gen
+        else:
+            self._derived.extend(freeze(m) for m in new)
+        return self._derived
 
     def snapshot(self) -> tuple[Mapping[str, Any], ...]:
         """An immutable copy of the derived history, safe to keep while the loop writes."""
@@ -403,14 +410,18 @@ class Session:
         filled or renamed a result. Use `thaw` (``foldlog._frozen``) for mutable copies.
         """
         with self._lock:
-            derived = self.derive_messages()
-            gen, plan = self._core.wire_plan()
+            derived = self._sync_derived()
+            gen, start, final, tail = self._core.wire_since(max(self._wire_gen, 0), len(self._wire_final))
             if gen != self._derived_gen:  # rewritten between the two calls: take a consistent pair
-                derived = self.derive_messages()
-                gen, plan = self._core.wire_plan()
-            if plan is None:
-                return list(derived)
-            return [derived[item] if isinstance(item, int) else freeze(item) for item in plan]
+                derived = self._sync_derived()
+                gen, start, final, tail = self._core.wire_since(max(self._wire_gen, 0), len(self._wire_final))
+            if gen != self._wire_gen:
+                self._wire_final = []
+                self._wire_gen = gen
+            del self._wire_final[start:]
+            # the final part of the plan never changes until a rewrite: only new items convert
+            self._wire_final.extend(derived[i] if isinstance(i, int) else freeze(i) for i in final)
+            return self._wire_final + [derived[i] if isinstance(i, int) else freeze(i) for i in tail]
 
     def wire_json(self) -> bytes:
         """`wire_messages()` as JSON bytes (keys sorted), joined from the core's cached

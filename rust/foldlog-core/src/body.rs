@@ -219,12 +219,24 @@ pub type Segment = Arc<[u8]>;
 /// that holds the first `count` of them stays valid while later messages are added.
 pub type SharedSegments = Arc<RwLock<Vec<Segment>>>;
 
-/// The messages part of a request: a prefix of a generation's shared list (the common case,
-/// taken in O(1)), or a list of its own (when the send normalizer changed something).
-#[derive(Debug, Clone)]
-pub enum Messages {
-    Shared { list: SharedSegments, count: usize },
-    Owned(Arc<Vec<Segment>>),
+/// The messages part of a request: the first `count` segments of a generation's shared list
+/// (the part of the send plan that later appends cannot change; taken in O(1)), then a short
+/// tail of its own (the messages since the last cut of the plan).
+#[derive(Debug, Clone, Default)]
+pub struct Messages {
+    pub shared: SharedSegments,
+    pub count: usize,
+    pub tail: Arc<Vec<Segment>>,
+}
+
+impl Messages {
+    /// Messages held in a list of their own.
+    pub fn owned(segments: Vec<Segment>) -> Messages {
+        Messages {
+            tail: Arc::new(segments),
+            ..Messages::default()
+        }
+    }
 }
 
 /// The serialised messages of one request: what a body frames with its header and trailer.
@@ -238,21 +250,18 @@ pub struct WireMessages {
 
 impl WireMessages {
     pub fn count(&self) -> usize {
-        match &self.messages {
-            Messages::Shared { count, .. } => *count,
-            Messages::Owned(v) => v.len(),
-        }
+        self.messages.count + self.messages.tail.len()
     }
 
-    /// Run `f` over the segments (a read lock is held on a shared list meanwhile).
-    fn with_segments<R>(&self, f: impl FnOnce(&[Segment]) -> R) -> R {
-        match &self.messages {
-            Messages::Shared { list, count } => {
-                let guard = list.read().unwrap_or_else(|e| e.into_inner());
-                f(&guard[..*count])
-            }
-            Messages::Owned(v) => f(v),
-        }
+    /// Run `f` over the segments, as the shared part and the tail (a read lock is held on the
+    /// shared list meanwhile).
+    fn with_segments<R>(&self, f: impl FnOnce(&[Segment], &[Segment]) -> R) -> R {
+        let guard = self
+            .messages
+            .shared
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
+        f(&guard[..self.messages.count], &self.messages.tail)
     }
 }
 
@@ -310,8 +319,9 @@ impl WireBody {
         }
         let msgs_end = head_len + self.messages.len;
         if room > 0 && cursor.pos >= head_len && cursor.pos < msgs_end {
-            self.messages.with_segments(|segs| {
-                while room > 0 && cursor.seg < segs.len() {
+            self.messages.with_segments(|shared, tail| {
+                let total = shared.len() + tail.len();
+                while room > 0 && cursor.seg < total {
                     let comma = usize::from(cursor.seg > 0);
                     if cursor.off < comma {
                         out.push(b',');
@@ -320,7 +330,10 @@ impl WireBody {
                         cursor.pos += 1;
                         continue;
                     }
-                    let seg = &segs[cursor.seg];
+                    let seg = match shared.get(cursor.seg) {
+                        Some(seg) => seg,
+                        None => &tail[cursor.seg - shared.len()],
+                    };
                     let n = take(seg, cursor.off - comma, &mut room, out);
                     cursor.off += n;
                     cursor.pos += n;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::body::{self, Messages, Segment, SharedSegments, WireMessages, WireStyle};
+use crate::wire::Sent;
 use crate::error::{Error, Result};
 use crate::event::{Event, Header, SurfaceOp};
 use crate::project::project;
@@ -44,6 +45,17 @@ pub struct EventLog {
     wire_verified: (u64, usize),
     /// Serialised messages, one cache per [`WireStyle`] (indexed by its position in `ALL`).
     wire_cache: [Option<Box<WireCache>>; 3],
+    /// The final part of the send plan of the current generation.
+    send: SendCache,
+}
+
+/// The send plan up to its last cut: items that no later append can change.
+#[derive(Debug, Clone, Default)]
+struct SendCache {
+    gen: u64,
+    /// Derived messages `..cut` are planned; the plan of the rest is redone per request.
+    cut: usize,
+    items: Vec<Sent>,
 }
 
 /// One style's serialised messages: per event (a projection never changes, so these survive
@@ -351,12 +363,36 @@ impl EventLog {
         verified == self.derived.len()
     }
 
-    /// The serialised messages of the next request in `style`: only messages not serialised
-    /// before are (per event, kept across rewrites); after appends the result shares the
-    /// generation's list, so it costs O(new messages). When the send normalizer changes
-    /// something, the result is its own list (cached segments reused).
+    /// Bring the send plan up to date and return its tail: the items since the last cut (the
+    /// items before it, `send_items()`, never change until the next rewrite). After appends only
+    /// the messages since that cut are planned.
+    pub fn update_send(&mut self) -> Vec<Sent> {
+        self.derive();
+        let gen = self.rewrite_version;
+        if self.send.gen != gen || self.send.cut > self.derived.len() {
+            self.send = SendCache {
+                gen,
+                ..SendCache::default()
+            };
+        }
+        let plan = crate::wire::plan_send_from(&self.derived, self.send.cut);
+        let mut items = plan.items;
+        let tail = items.split_off(plan.stable_items);
+        self.send.items.extend(items);
+        self.send.cut = plan.cut;
+        tail
+    }
+
+    /// The final part of the send plan of the current generation (see [`EventLog::update_send`]).
+    pub fn send_items(&self) -> &[Sent] {
+        &self.send.items
+    }
+
+    /// The serialised messages of the next request in `style`. Messages are serialised once
+    /// per event (kept across rewrites); the final part of the send plan is kept as a shared
+    /// list per generation, so after appends this costs O(messages since the last cut).
     pub fn wire_messages(&mut self, style: WireStyle) -> WireMessages {
-        let identity = self.wire_is_identity();
+        let tail = self.update_send();
         let slot = WireStyle::ALL
             .iter()
             .position(|s| *s == style)
@@ -367,79 +403,68 @@ impl EventLog {
             cache.per_seq.resize(self.events.len(), None);
         }
         let have = cache.list.read().unwrap_or_else(|e| e.into_inner()).len();
-        if cache.gen != gen || have > self.derived.len() {
+        if cache.gen != gen || have > self.send.items.len() {
             // a new generation gets a new list: bodies still holding the old one keep it intact
             cache.list = SharedSegments::default();
             cache.gen = gen;
             cache.bytes = 0;
         }
         let have = cache.list.read().unwrap_or_else(|e| e.into_inner()).len();
-        let new = self.segments(&mut cache.per_seq, have, style);
+        let new = self.segments(&mut cache.per_seq, &self.send.items[have..], style);
         cache.bytes += new.iter().map(|s| s.len()).sum::<usize>();
         let count = {
             let mut list = cache.list.write().unwrap_or_else(|e| e.into_inner());
             list.extend(new);
             list.len()
         };
-        let out = if identity {
-            WireMessages {
-                style,
-                messages: Messages::Shared {
-                    list: cache.list.clone(),
-                    count,
-                },
-                len: cache.bytes + count.saturating_sub(1),
-            }
-        } else {
-            let list = cache.list.read().unwrap_or_else(|e| e.into_inner());
-            let segs: Vec<Segment> = crate::wire::plan_send(&self.derived)
-                .into_iter()
-                .map(|item| match item {
-                    crate::wire::Sent::Same(i) => list[i].clone(),
-                    crate::wire::Sent::New(m) => body::message_json(&m, style).into(),
-                })
-                .collect();
-            let len = body::joined_len(&segs);
-            WireMessages {
-                style,
-                messages: Messages::Owned(std::sync::Arc::new(segs)),
-                len,
-            }
+        let tail = self.segments(&mut cache.per_seq, &tail, style);
+        let tail_bytes = tail.iter().map(|s| s.len()).sum::<usize>();
+        let len = cache.bytes + tail_bytes + (count + tail.len()).saturating_sub(1);
+        let messages = Messages {
+            shared: cache.list.clone(),
+            count,
+            tail: std::sync::Arc::new(tail),
         };
         self.wire_cache[slot] = Some(cache);
-        out
+        WireMessages {
+            style,
+            messages,
+            len,
+        }
     }
 
-    /// Segments of the derived messages from `start`: cached ones reused, the rest serialised
-    /// (in parallel when there are many, as after loading a long log).
+    /// Segments of plan items: derived messages from the per-event cache (serialised when
+    /// missing, in parallel when there are many, as after loading a long log), new ones made.
     fn segments(
         &self,
         per_seq: &mut [Option<Segment>],
-        start: usize,
+        items: &[Sent],
         style: WireStyle,
     ) -> Vec<Segment> {
         use rayon::prelude::*;
-        let seqs = &self.derived_seqs[start..];
-        let msgs = &self.derived[start..];
-        let missing: Vec<usize> = (0..seqs.len())
-            .filter(|&k| per_seq[seqs[k] as usize].is_none())
+        let seq_of = |i: usize| self.derived_seqs[i] as usize;
+        let missing: Vec<usize> = items
+            .iter()
+            .filter_map(|item| match item {
+                Sent::Same(i) if per_seq[seq_of(*i)].is_none() => Some(*i),
+                _ => None,
+            })
             .collect();
+        let serialise = |&i: &usize| -> Segment { body::message_json(&self.derived[i], style).into() };
         let made: Vec<Segment> = if missing.len() > 256 {
-            missing
-                .par_iter()
-                .map(|&k| body::message_json(&msgs[k], style).into())
-                .collect()
+            missing.par_iter().map(serialise).collect()
         } else {
-            missing
-                .iter()
-                .map(|&k| body::message_json(&msgs[k], style).into())
-                .collect()
+            missing.iter().map(serialise).collect()
         };
-        for (&k, seg) in missing.iter().zip(made) {
-            per_seq[seqs[k] as usize] = Some(seg);
+        for (&i, seg) in missing.iter().zip(made) {
+            per_seq[seq_of(i)] = Some(seg);
         }
-        seqs.iter()
-            .map(|&s| per_seq[s as usize].clone().expect("serialised above"))
+        items
+            .iter()
+            .map(|item| match item {
+                Sent::Same(i) => per_seq[seq_of(*i)].clone().expect("serialised above"),
+                Sent::New(m) => body::message_json(m, style).into(),
+            })
             .collect()
     }
 

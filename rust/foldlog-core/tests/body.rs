@@ -66,7 +66,7 @@ fn seg_body(parts: &[&str]) -> WireBody {
     let len = body::joined_len(&segs);
     let messages = body::WireMessages {
         style: WireStyle::Keep,
-        messages: body::Messages::Owned(std::sync::Arc::new(segs)),
+        messages: body::Messages::owned(segs),
         len,
     };
     WireBody::new(b"{\"messages\":[", messages, b"],\"x\":1}")

@@ -128,3 +128,40 @@ proptest! {
         prop_assert_eq!(upto == derived.len(), identity);
     }
 }
+
+/// A plan as comparable values: a derived index, or the new message.
+fn plan_values(items: &[wire::Sent]) -> Vec<Value> {
+    items
+        .iter()
+        .map(|s| match s {
+            wire::Sent::Same(i) => json!(i),
+            wire::Sent::New(m) => (**m).clone(),
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// Planning from the last cut as messages are appended one by one gives the plan of the
+    /// whole list: what is before a cut never changes.
+    #[test]
+    fn planning_from_the_last_cut_equals_planning_everything(msgs in prop::collection::vec(arb_message(), 0..14)) {
+        let mut log = EventLog::new(None);
+        let mut stable: Vec<wire::Sent> = Vec::new();
+        let mut cut = 0;
+        for m in &msgs {
+            log.add_message(m, 5).unwrap();
+            let derived = log.derive().to_vec();
+            let plan = wire::plan_send_from(&derived, cut);
+            prop_assert!(plan.cut >= cut && plan.cut <= derived.len());
+            let mut whole = stable.clone();
+            whole.extend(plan.items.iter().cloned());
+            prop_assert_eq!(plan_values(&whole), plan_values(&wire::plan_send(&derived)));
+            let mut items = plan.items;
+            items.truncate(plan.stable_items);
+            stable.extend(items);
+            cut = plan.cut;
+        }
+    }
+}

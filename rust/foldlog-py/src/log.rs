@@ -249,30 +249,37 @@ impl Log {
         list_of(py, sent.iter().map(|m| (**m).clone()))
     }
 
-    /// The send normalizer as a plan over the derived messages: `(rewrite_version, items)` where
-    /// an item is the index of a derived message sent as it is, or a new message dict.
-    /// `items` is `None` when every derived message is sent as it is (the common case, checked
-    /// incrementally).
-    fn wire_plan<'py>(&self, py: Python<'py>) -> PyResult<(u64, Option<Bound<'py, PyList>>)> {
-        let (gen, plan) = self.with_write(py, |log| {
-            let gen = log.rewrite_version();
-            if log.wire_is_identity() {
-                (gen, None)
-            } else {
-                (gen, Some(wire::plan_send(log.derive())))
-            }
+    /// The send normalizer as a plan over the derived messages, kept incrementally:
+    /// `(rewrite_version, start, final_items, tail_items)`. The plan is the final items of the
+    /// generation (which never change until the next rewrite) followed by the tail; the caller
+    /// says it holds the first `known` final items of generation `gen`, and gets the rest from
+    /// `start` (0 when the generation moved on). An item is the index of a derived message sent
+    /// as it is, or a new message dict (a filled or renamed result).
+    #[allow(clippy::type_complexity)]
+    fn wire_since<'py>(
+        &self,
+        py: Python<'py>,
+        gen: u64,
+        known: usize,
+    ) -> PyResult<(u64, usize, Bound<'py, PyList>, Bound<'py, PyList>)> {
+        let (now, start, fresh, tail) = self.with_write(py, |log| {
+            let tail = log.update_send();
+            let now = log.rewrite_version();
+            let items = log.send_items();
+            let start = if now == gen { known.min(items.len()) } else { 0 };
+            (now, start, items[start..].to_vec(), tail)
         })?;
-        let Some(plan) = plan else {
-            return Ok((gen, None));
-        };
-        let out = PyList::empty(py);
-        for item in plan {
-            match item {
-                wire::Sent::Same(i) => out.append(i)?,
-                wire::Sent::New(m) => out.append(to_py(py, &m)?)?,
+        let convert = |items: Vec<wire::Sent>| -> PyResult<Bound<'py, PyList>> {
+            let out = PyList::empty(py);
+            for item in items {
+                match item {
+                    wire::Sent::Same(i) => out.append(i)?,
+                    wire::Sent::New(m) => out.append(to_py(py, &m)?)?,
+                }
             }
-        }
-        Ok((gen, Some(out)))
+            Ok(out)
+        };
+        Ok((now, start, convert(fresh)?, convert(tail)?))
     }
 
     /// Exact tokens of the surface's messages with `counter`, each event counted once and cached
