@@ -91,6 +91,9 @@ def test_bodies_are_identical_through_every_surface_change(fmt: str, parts: tupl
     assert_same(s)  # cold: every message serialised
     held = s.wire_request("strip")
     held_body = held.segments.body(b"[", b"]").to_bytes()
+    held_messages = list(held.messages)
+    assert held.messages == held_messages and held.messages[-1] == held_messages[-1]
+    assert held.messages[2:5] == held_messages[2:5] and len(held.messages) == len(held_messages)
 
     s.add({"role": "user", "content": "tab\there, quote \" and \\ and \u0007 and ünïcode 🚀"})
     s.add(
@@ -106,6 +109,7 @@ def test_bodies_are_identical_through_every_surface_change(fmt: str, parts: tupl
     s.add({"role": "assistant", "content": "done", "reasoning_content": "fine"})
     assert_same(s)  # appends: only the new messages serialised
     assert held.segments.body(b"[", b"]").to_bytes() == held_body, "a snapshot never changes"
+    assert held.messages == held_messages
 
     s.append_event(
         "tool/result",
@@ -126,6 +130,7 @@ def test_bodies_are_identical_through_every_surface_change(fmt: str, parts: tupl
     s.replace([{"role": "system", "content": "fresh"}, {"role": "user", "content": "again"}])
     assert_same(s)
     assert held.segments.body(b"[", b"]").to_bytes() == held_body
+    assert held.messages == held_messages
 
 
 def test_frame_matches_json_dumps() -> None:

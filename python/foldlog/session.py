@@ -410,18 +410,23 @@ class Session:
         filled or renamed a result. Use `thaw` (``foldlog._frozen``) for mutable copies.
         """
         with self._lock:
+            final, tail = self._wire_parts()
+            return final + tail
+
+    def _wire_parts(self) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+        """The wire messages as the send plan's final part (a list that only grows until the
+        next rewrite, then is replaced, never changed: views of a prefix stay valid) and its tail."""
+        derived = self._sync_derived()
+        gen, start, final, tail = self._core.wire_since(max(self._wire_gen, 0), len(self._wire_final))
+        if gen != self._derived_gen:  # rewritten between the two calls: take a consistent pair
             derived = self._sync_derived()
             gen, start, final, tail = self._core.wire_since(max(self._wire_gen, 0), len(self._wire_final))
-            if gen != self._derived_gen:  # rewritten between the two calls: take a consistent pair
-                derived = self._sync_derived()
-                gen, start, final, tail = self._core.wire_since(max(self._wire_gen, 0), len(self._wire_final))
-            if gen != self._wire_gen:
-                self._wire_final = []
-                self._wire_gen = gen
-            del self._wire_final[start:]
-            # the final part of the plan never changes until a rewrite: only new items convert
-            self._wire_final.extend(derived[i] if isinstance(i, int) else freeze(i) for i in final)
-            return self._wire_final + [derived[i] if isinstance(i, int) else freeze(i) for i in tail]
+        if gen != self._wire_gen or start < len(self._wire_final):
+            self._wire_final = self._wire_final[:start] if gen == self._wire_gen else []
+            self._wire_gen = gen
+        # only the new items are converted
+        self._wire_final.extend(derived[i] if isinstance(i, int) else freeze(i) for i in final)
+        return self._wire_final, [derived[i] if isinstance(i, int) else freeze(i) for i in tail]
 
     def wire_json(self) -> bytes:
         """`wire_messages()` as JSON bytes (keys sorted), joined from the core's cached
@@ -429,14 +434,17 @@ class Session:
         return self._core.wire_json()
 
     def wire_request(self, style: str = "keep") -> WireMessages:
-        """`wire_messages()` together with the same messages serialised by the core in ``style``
+        """`wire_messages()` (as a read-only sequence) together with the same messages serialised
+        by the core in ``style``
         (``"keep"``, ``"strip"``: without ``reasoning_content``, ``"with-calls"``: DeepSeek's
         thinking mode), taken under one lock so the two agree. Each message is serialised once
         per style and kept: a request after appends costs O(new messages) (see `foldlog.wire`)."""
-        from foldlog.wire import WireMessages
+        from foldlog.wire import MessageList, WireMessages
 
         with self._lock:
-            messages = self.wire_messages()
+            final, tail = self._wire_parts()
+            # a view, not a copy: copying a long history would cost more than the whole step
+            messages = MessageList(final, len(final), tail)
             segments = self._core.wire_segments(style)
         return WireMessages(messages, segments)
 
