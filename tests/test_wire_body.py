@@ -30,7 +30,10 @@ PROVIDERS = [
     DeepSeek(api_key="sk-test"),  # thinking: reasoning sent back on calls ("with-calls")
     DeepSeek(api_key="sk-test", thinking=False),  # "strip"
     OpenAICompatible(
-        "http://127.0.0.1:9/v1", model="m", max_tokens=64, extra_body={"zeta": [1.5, 2e20, "é"], "a": {"y": 1, "b": None}}
+        "http://127.0.0.1:9/v1",
+        model="m",
+        max_tokens=64,
+        extra_body={"zeta": [1.5, 2e20, "é"], "a": {"y": 1, "b": None}},
     ),
 ]
 
@@ -95,13 +98,15 @@ def test_bodies_are_identical_through_every_surface_change(fmt: str, parts: tupl
     assert held.messages == held_messages and held.messages[-1] == held_messages[-1]
     assert held.messages[2:5] == held_messages[2:5] and len(held.messages) == len(held_messages)
 
-    s.add({"role": "user", "content": "tab\there, quote \" and \\ and \u0007 and ünïcode 🚀"})
+    s.add({"role": "user", "content": 'tab\there, quote " and \\ and \u0007 and ünïcode 🚀'})
     s.add(
         {
             "role": "assistant",
             "content": "",
             "reasoning_content": "let me look",
-            "tool_calls": [{"id": "call_x", "type": "function", "function": {"name": "bash", "arguments": "{}"}}],
+            "tool_calls": [
+                {"id": "call_x", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+            ],
         }
     )
     assert_same(s)  # the normalizer fills the missing result: a body of its own
@@ -113,7 +118,11 @@ def test_bodies_are_identical_through_every_surface_change(fmt: str, parts: tupl
 
     s.append_event(
         "tool/result",
-        {"turn": 0, "step": 0, "message": {"role": "tool", "toolCallId": "call_x", "toolName": "bash", "content": "[elided]"}},
+        {
+            "turn": 0,
+            "step": 0,
+            "message": {"role": "tool", "toolCallId": "call_x", "toolName": "bash", "content": "[elided]"},
+        },
         surface_op={"op": "replace", "start": seq, "end": seq},
         source_event_seqs=[seq],
     )

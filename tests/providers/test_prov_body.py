@@ -31,7 +31,9 @@ def long_session() -> Session:
                 "role": "assistant",
                 "content": "",
                 "reasoning_content": f"thinking {i}",
-                "tool_calls": [{"id": f"c{i}", "type": "function", "function": {"name": "ls", "arguments": "{}"}}],
+                "tool_calls": [
+                    {"id": f"c{i}", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+                ],
             }
         )
         s.add({"role": "tool", "tool_call_id": f"c{i}", "name": "ls", "content": "a\nb"})
@@ -83,5 +85,8 @@ def test_the_agent_sends_the_cached_body() -> None:
     (req,) = srv.requests
     assert req.headers.get("content-length") == str(len(req.body))
     sent = req.json()
-    assert sent["messages"] == [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello"}]
+    assert sent["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "hello"},
+    ]
     assert sent["model"] == "deepseek-v4-flash" and sent["stream"] is True

@@ -167,7 +167,12 @@ class OpenAICompatible:
         give the same bytes."""
         wire = request.wire
         style = self.wire_style() if wire is not None else None
-        if wire is not None and style is not None and wire.style == style and wire.messages is request.messages:
+        if (
+            wire is not None
+            and style is not None
+            and wire.style == style
+            and wire.messages is request.messages
+        ):
             from foldlog.wire import chunked_body
 
             return chunked_body(wire, self.build_body(dataclasses.replace(request, messages=(), wire=None)))

@@ -5,12 +5,12 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::body::{self, Messages, Segment, SharedSegments, WireMessages, WireStyle};
-use crate::wire::Sent;
 use crate::error::{Error, Result};
 use crate::event::{Event, Header, SurfaceOp};
 use crate::project::project;
 use crate::surface::Surface;
 use crate::tokens::{TokenError, Tokenizer};
+use crate::wire::Sent;
 
 /// A chat message derived from the log, shared (never mutated after projection).
 pub type Message = Arc<Value>;
@@ -450,7 +450,8 @@ impl EventLog {
                 _ => None,
             })
             .collect();
-        let serialise = |&i: &usize| -> Segment { body::message_json(&self.derived[i], style).into() };
+        let serialise =
+            |&i: &usize| -> Segment { body::message_json(&self.derived[i], style).into() };
         let made: Vec<Segment> = if missing.len() > 256 {
             missing.par_iter().map(serialise).collect()
         } else {

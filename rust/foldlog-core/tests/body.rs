@@ -94,7 +94,10 @@ fn the_reader_gives_the_same_bytes_at_every_chunk_size() {
         assert_eq!(out, whole, "chunk size {size}");
         assert_eq!(pieces, whole.len().div_ceil(size));
     }
-    assert_eq!(seg_body(&[]).to_vec(), b"{\"messages\":[],\"x\":1}".to_vec());
+    assert_eq!(
+        seg_body(&[]).to_vec(),
+        b"{\"messages\":[],\"x\":1}".to_vec()
+    );
 }
 
 /// The body the cache gives equals serialising the normalized messages from scratch.
@@ -106,7 +109,10 @@ fn check(log: &mut EventLog) {
             .collect();
         let want = [b"[".to_vec(), fresh.join(&b","[..]), b"]".to_vec()].concat();
         let got = WireBody::new(b"[", log.wire_messages(style), b"]").to_vec();
-        assert_eq!(String::from_utf8(got).unwrap(), String::from_utf8(want).unwrap());
+        assert_eq!(
+            String::from_utf8(got).unwrap(),
+            String::from_utf8(want).unwrap()
+        );
     }
 }
 
@@ -128,7 +134,10 @@ fn cached_bodies_follow_appends_rewrites_and_normalizer_changes() {
     // a call without its result: the normalizer fills a placeholder
     check(&mut log);
     let seq = log
-        .add_message(&json!({"role": "tool", "tool_call_id": "c9", "name": "ls", "content": "a b"}), t)
+        .add_message(
+            &json!({"role": "tool", "tool_call_id": "c9", "name": "ls", "content": "a b"}),
+            t,
+        )
         .unwrap();
     check(&mut log);
     // an earlier snapshot is not changed by later appends

@@ -266,7 +266,11 @@ impl Log {
             let tail = log.update_send();
             let now = log.rewrite_version();
             let items = log.send_items();
-            let start = if now == gen { known.min(items.len()) } else { 0 };
+            let start = if now == gen {
+                known.min(items.len())
+            } else {
+                0
+            };
             (now, start, items[start..].to_vec(), tail)
         })?;
         let convert = |items: Vec<wire::Sent>| -> PyResult<Bound<'py, PyList>> {
