@@ -23,10 +23,19 @@ def history(n: int) -> Session:
             {
                 "role": "assistant",
                 "content": "",
-                "tool_calls": [{"id": f"c{i}", "type": "function", "function": {"name": "fetch", "arguments": "{}"}}],
+                "tool_calls": [
+                    {"id": f"c{i}", "type": "function", "function": {"name": "fetch", "arguments": "{}"}}
+                ],
             }
         )
-        s.add({"role": "tool", "tool_call_id": f"c{i}", "name": "fetch", "content": f"page {i}: " + "word " * 400})
+        s.add(
+            {
+                "role": "tool",
+                "tool_call_id": f"c{i}",
+                "name": "fetch",
+                "content": f"page {i}: " + "word " * 400,
+            }
+        )
     return s
 
 

@@ -41,8 +41,6 @@ pub struct EventLog {
     flushed: usize,
     open_compaction: Option<u64>,
     token_cache: Option<TokenCache>,
-    /// (generation, length) of the derived prefix known to pass the send normalizer unchanged
-    wire_verified: (u64, usize),
     /// Serialised messages, one cache per [`WireStyle`] (indexed by its position in `ALL`).
     wire_cache: [Option<Box<WireCache>>; 3],
     /// The final part of the send plan of the current generation.
@@ -59,7 +57,7 @@ struct SendCache {
 }
 
 /// One style's serialised messages: per event (a projection never changes, so these survive
-/// rewrites) and the current generation's list in surface order.
+/// rewrites) and, for the current generation, the final part of the send plan in order.
 #[derive(Debug, Default)]
 struct WireCache {
     per_seq: Vec<Option<Segment>>,
@@ -348,19 +346,6 @@ impl EventLog {
         }
         self.derived_nodes = total;
         &self.derived
-    }
-
-    /// Whether the send normalizer would leave the derived messages exactly as they are. Only the
-    /// messages added since the last call are checked (the verified prefix is kept per generation).
-    pub fn wire_is_identity(&mut self) -> bool {
-        self.derive();
-        let (gen, mut upto) = self.wire_verified;
-        if gen != self.rewrite_version || upto > self.derived.len() {
-            upto = 0;
-        }
-        let verified = crate::wire::verified_prefix(&self.derived, upto);
-        self.wire_verified = (self.rewrite_version, verified);
-        verified == self.derived.len()
     }
 
     /// Bring the send plan up to date and return its tail: the items since the last cut (the

@@ -106,29 +106,6 @@ proptest! {
     }
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
-
-    /// The incremental identity check agrees with the send normalizer, from any verified start.
-    #[test]
-    fn verified_prefix_agrees_with_the_send_normalizer(msgs in prop::collection::vec(arb_message(), 0..12)) {
-        let mut log = EventLog::new(None);
-        for m in &msgs {
-            log.add_message(m, 5).unwrap();
-        }
-        let derived = log.derive().to_vec();
-        let identity = wire::plan_send(&derived).iter().enumerate().all(|(i, s)| matches!(s, wire::Sent::Same(j) if *j == i))
-            && wire::plan_send(&derived).len() == derived.len();
-        prop_assert_eq!(wire::verified_prefix(&derived, 0) == derived.len(), identity);
-        // growing one message at a time from the last verified boundary gives the same answer
-        let mut upto = 0;
-        for k in 0..=derived.len() {
-            upto = wire::verified_prefix(&derived[..k], upto.min(k));
-        }
-        prop_assert_eq!(upto == derived.len(), identity);
-    }
-}
-
 /// A plan as comparable values: a derived index, or the new message.
 fn plan_values(items: &[wire::Sent]) -> Vec<Value> {
     items
