@@ -384,14 +384,16 @@ class Agent:
             }
             self._log_header(model, tools, {**header_params, **params} if header_params else params)
             self.session.flush()
-            messages = self.session.wire_messages()
+            style = _wire_style(self.provider)
+            wire = self.session.wire_request(style) if style is not None else None
             request = Request(
-                messages=messages,
+                messages=wire.messages if wire is not None else self.session.wire_messages(),
                 tools=tools,
                 model=model,
                 max_tokens=max_tokens,
                 temperature=temperature,
                 params=params,
+                wire=wire,
             )
             if self.options.check_invariants:
                 self._check_invariant(request)
@@ -682,6 +684,13 @@ def _text_of(m: Mapping[str, Any]) -> str:
     if isinstance(c, list):
         return "".join(b.get("text", "") for b in c if isinstance(b, Mapping))
     return ""
+
+
+def _wire_style(provider: Any) -> str | None:
+    """The provider's wire style, when it sends the core's cached message JSON (`foldlog.wire`)."""
+    fn = getattr(provider, "wire_style", None)
+    style = fn() if callable(fn) else None
+    return style if isinstance(style, str) else None
 
 
 def _last_turn(session: Any) -> int:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from foldlog import planning, summary
-from foldlog.errors import CompactionError
+from foldlog.errors import CompactionError, FoldlogError
 
 if TYPE_CHECKING:
     from foldlog.options import Options
@@ -161,11 +161,36 @@ class Compactor:
     def _counts(self, messages: Sequence[Mapping[str, Any]]) -> list[int]:
         if self._counter is not None:
             return self._counter.count(messages)
+        exact = self._session_counts()
+        if exact is not None and len(exact) == len(messages):
+            return exact
         if self._fallback is None:
             self._fallback = planning.model_counter(getattr(self.provider, "model", None))
-        return planning.token_counts(self.session, messages, self._fallback)
+        # not planning.token_counts: the session's counts are for its own model, not the provider's
+        return self._fallback.count(messages)
+
+    def _exact_model(self) -> str | None:
+        """The provider's model when the session can count it exactly from its per-event cache."""
+        from foldlog.tokens import Tokenizer
+
+        model = getattr(self.provider, "model", None)
+        if not isinstance(model, str) or not hasattr(self.session, "token_counts"):
+            return None
+        try:
+            return model if Tokenizer.for_model(model).exact else None
+        except FoldlogError:  # the tokenizer data is missing: plan on the estimate
+            return None
+
+    def _session_counts(self) -> list[int] | None:
+        model = self._exact_model()
+        return self.session.token_counts(model) if model is not None else None
 
     def _local_prompt_tokens(self, tools: Sequence[Mapping[str, Any]]) -> int:
+        if self._counter is None:
+            model = self._exact_model()
+            if model is not None:
+                # the session's running total: O(new messages) per step, exact, with the tools
+                return self.session.token_count(model, tools)
         return sum(self._counts(self.session.derive_messages())) + planning.EstimateCounter().count_tools(
             tools
         )

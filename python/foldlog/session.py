@@ -17,11 +17,14 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol, overload
 
 from foldlog import _core
 from foldlog._frozen import FrozenDict, freeze
 from foldlog.errors import InvalidEventError, StorageError
+
+if TYPE_CHECKING:
+    from foldlog.wire import WireMessages
 
 log = logging.getLogger("foldlog.session")
 
@@ -113,6 +116,9 @@ class Session:
         self._subscribers: list[Subscriber] = []
         self._derived: list[FrozenDict] = []
         self._derived_gen = -1
+        # the send plan's final part as messages, for generation `_wire_gen` (see wire_messages)
+        self._wire_final: list[Mapping[str, Any]] = []
+        self._wire_gen = -1
         self.normalized_dirty = False
         self.repair_report: dict[str, Any] = {}
         self.torn_tail: dict[str, int] | None = None
@@ -376,16 +382,20 @@ class Session:
         """The model-visible history (OpenAI chat shape), immutable. Incremental: after appends
         only new surface nodes are projected; after a fold/replace the cache is rebuilt."""
         with self._lock:
-            start = len(self._derived)
-            gen, total, new = self._core.derived_since(start)
-            if gen != self._derived_gen or total < start:
-                if start:
-                    gen, total, new = self._core.derived_since(0)
-                self._derived = [freeze(m) for m in new]
-                self._derived_gen = gen
-            else:
-                self._derived.extend(freeze(m) for m in new)
-            return tuple(self._derived)
+            return tuple(self._sync_derived())
+
+    def _sync_derived(self) -> list[FrozenDict]:
+        """The derived-message cache brought up to date (the list itself: callers copy it)."""
+        start = len(self._derived)
+        gen, total, new = self._core.derived_since(start)
+        if gen != self._derived_gen or total < start:
+            if start:
+                gen, total, new = self._core.derived_since(0)
+            self._derived = [freeze(m) for m in new]
+            self._derived_gen = gen
+        else:
+            self._derived.extend(freeze(m) for m in new)
+        return self._derived
 
     def snapshot(self) -> tuple[Mapping[str, Any], ...]:
         """An immutable copy of the derived history, safe to keep while the loop writes."""
@@ -400,18 +410,43 @@ class Session:
         filled or renamed a result. Use `thaw` (``foldlog._frozen``) for mutable copies.
         """
         with self._lock:
-            derived = self.derive_messages()
-            gen, plan = self._core.wire_plan()
-            if gen != self._derived_gen:  # rewritten between the two calls: take a consistent pair
-                derived = self.derive_messages()
-                gen, plan = self._core.wire_plan()
-            if plan is None:
-                return list(derived)
-            return [derived[item] if isinstance(item, int) else freeze(item) for item in plan]
+            final, tail = self._wire_parts()
+            return final + tail
+
+    def _wire_parts(self) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+        """The wire messages as the send plan's final part (a list that only grows until the
+        next rewrite, then is replaced, never changed: views of a prefix stay valid) and its tail."""
+        derived = self._sync_derived()
+        gen, start, final, tail = self._core.wire_since(max(self._wire_gen, 0), len(self._wire_final))
+        if gen != self._derived_gen:  # rewritten between the two calls: take a consistent pair
+            derived = self._sync_derived()
+            gen, start, final, tail = self._core.wire_since(max(self._wire_gen, 0), len(self._wire_final))
+        if gen != self._wire_gen or start < len(self._wire_final):
+            self._wire_final = self._wire_final[:start] if gen == self._wire_gen else []
+            self._wire_gen = gen
+        # only the new items are converted
+        self._wire_final.extend(derived[i] if isinstance(i, int) else freeze(i) for i in final)
+        return self._wire_final, [derived[i] if isinstance(i, int) else freeze(i) for i in tail]
 
     def wire_json(self) -> bytes:
-        """`wire_messages()` as JSON bytes, built in the core without Python objects."""
+        """`wire_messages()` as JSON bytes (keys sorted), joined from the core's cached
+        per-message JSON: only messages never serialised before are serialised."""
         return self._core.wire_json()
+
+    def wire_request(self, style: str = "keep") -> WireMessages:
+        """`wire_messages()` (as a read-only sequence) together with the same messages serialised
+        by the core in ``style``
+        (``"keep"``, ``"strip"``: without ``reasoning_content``, ``"with-calls"``: DeepSeek's
+        thinking mode), taken under one lock so the two agree. Each message is serialised once
+        per style and kept: a request after appends costs O(new messages) (see `foldlog.wire`)."""
+        from foldlog.wire import MessageList, WireMessages
+
+        with self._lock:
+            final, tail = self._wire_parts()
+            # a view, not a copy: copying a long history would cost more than the whole step
+            messages = MessageList(final, len(final), tail)
+            segments = self._core.wire_segments(style)
+        return WireMessages(messages, segments)
 
     def surface_seqs(self) -> list[int]:
         """The seq of the event behind each derived message."""
@@ -482,6 +517,16 @@ class Session:
                 total = sum(tok.count_message(m) for m in self.derive_messages())
         extra = tok.count_tools(tools) if tools else 0
         return int(total) + extra + int(tok.request_overhead())
+
+    def token_counts(self, model: str | None = None) -> list[int] | None:
+        """The tokens of each derived message (parallel to `derive_messages`) with ``model``'s
+        exact tokenizer, from the same per-event cache as `token_count` (each event counted
+        once); ``None`` when the model has no exact tokenizer."""
+        tok = self._tokenizer(model)
+        if not tok.exact:
+            return None
+        with self._lock:
+            return self._core.surface_token_counts(tok._counter)
 
     def record_prompt_tokens(self, prompt_tokens: int) -> None:
         """Remember the provider's reported ``prompt_tokens`` for a request of the current surface

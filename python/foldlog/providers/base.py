@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from foldlog.wire import WireMessages
 
 FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "cut"]
 
@@ -118,7 +121,12 @@ Chunk = TextDelta | ReasoningDelta | ToolCallStart | ToolCallChunk | UsageChunk 
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """One chat-completion request. ``messages`` is exactly the session's wire messages."""
+    """One chat-completion request. ``messages`` is exactly the session's wire messages.
+
+    ``wire``, when set, holds the same messages serialised by the session's core: a provider
+    whose wire style matches sends those cached segments instead of encoding ``messages``
+    (only while ``wire.messages is messages``: a hook that swaps the messages disables it).
+    """
 
     messages: Sequence[Mapping[str, Any]]
     tools: Sequence[Mapping[str, Any]] = ()
@@ -126,6 +134,7 @@ class Request:
     max_tokens: int | None = None
     temperature: float | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
+    wire: WireMessages | None = None
 
 
 @runtime_checkable

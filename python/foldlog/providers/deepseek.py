@@ -84,6 +84,17 @@ class DeepSeek(OpenAICompatible):
                 body.setdefault("reasoning_effort", self.effort)
         return body
 
+    def wire_style(self) -> str | None:
+        cls = type(self)
+        if (
+            cls.wire_message is DeepSeek.wire_message
+            and cls.build_body is DeepSeek.build_body
+            and cls.encode_body is OpenAICompatible.encode_body
+        ):
+            # the core's "with-calls" style is exactly `wire_message` below with thinking on
+            return "with-calls" if self.sends_reasoning else "strip"
+        return None
+
     def wire_message(self, message: Mapping[str, Any]) -> dict[str, Any]:
         out = dict(message)
         reasoning = out.pop("reasoning_content", None)

@@ -301,6 +301,9 @@ class LocalLlama(OpenAICompatible):
                 f"the llama.cpp server died ({how}) while answering; its output ends with:\n{tail}"
             )
 
+    def wire_style(self) -> str | None:
+        return None  # the history is rewritten for the chatml template (`chatml_history`)
+
     def build_body(self, request: Request) -> dict[str, Any]:
         body = super().build_body(request)
         body["messages"] = chatml_history(body["messages"])

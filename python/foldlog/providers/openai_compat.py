@@ -8,6 +8,7 @@ replays, the stall watchdog); :mod:`foldlog.providers.assemble` owns the stream 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import json
 import logging
@@ -31,6 +32,8 @@ from foldlog.providers.sse import MAX_LINE_BYTES, MAX_NOISE_BYTES, SSEDecoder, S
 
 if TYPE_CHECKING:
     import httpx
+
+    from foldlog.wire import ChunkedBody
 
 log = logging.getLogger("foldlog.providers")
 
@@ -166,10 +169,40 @@ class OpenAICompatible:
         # which is what prefix caches (DeepSeek, OpenAI) key on
         return json.dumps(body, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode()
 
+    def wire_style(self) -> str | None:
+        """How the session core may serialise messages for this endpoint: ``"strip"`` (without
+        ``reasoning_content``, what `wire_message` does), or ``None`` when a subclass changes
+        messages or their encoding and they must go through `build_body` in Python."""
+        cls = type(self)
+        if (
+            cls.wire_message is OpenAICompatible.wire_message
+            and cls.build_body is OpenAICompatible.build_body
+            and cls.encode_body is OpenAICompatible.encode_body
+        ):
+            return "strip"
+        return None
+
+    def encode_request(self, request: Request) -> bytes | ChunkedBody:
+        """The request body: the core's cached message segments framed by this provider's fields
+        when ``request.wire`` fits (O(new messages)), else `encode_body` of `build_body`. Both
+        give the same bytes."""
+        wire = request.wire
+        style = self.wire_style() if wire is not None else None
+        if (
+            wire is not None
+            and style is not None
+            and wire.style == style
+            and wire.messages is request.messages
+        ):
+            from foldlog.wire import chunked_body
+
+            return chunked_body(wire, self.build_body(dataclasses.replace(request, messages=(), wire=None)))
+        return self.encode_body(self.build_body(request))
+
     # --- streaming -------------------------------------------------------------------------
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk]:
-        payload = self.encode_body(self.build_body(request))
+        payload = self.encode_request(request)
         replays = 0
         while True:
             response = await self._send(payload)
@@ -339,16 +372,18 @@ class OpenAICompatible:
             self._client_loop = loop
         return self._client
 
-    async def _send(self, payload: bytes) -> httpx.Response:
+    async def _send(self, payload: bytes | ChunkedBody) -> httpx.Response:
         import httpx
 
         client = self._client_for_loop()
+        # a streamed body states its length: no chunked transfer encoding, which some servers refuse
+        length = None if isinstance(payload, bytes) else {"Content-Length": str(len(payload))}
         attempt = 0
         while True:
             retry_headers: Mapping[str, str] | None = None
             try:
                 response = await client.send(
-                    client.build_request("POST", self.url, content=payload), stream=True
+                    client.build_request("POST", self.url, content=payload, headers=length), stream=True
                 )
             except httpx.TransportError as e:
                 reason = f"network error ({type(e).__name__}: {self.redact(str(e)) or 'no detail'})"

@@ -4,11 +4,13 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use crate::body::{self, Messages, Segment, SharedSegments, WireMessages, WireStyle};
 use crate::error::{Error, Result};
 use crate::event::{Event, Header, SurfaceOp};
 use crate::project::project;
 use crate::surface::Surface;
 use crate::tokens::{TokenError, Tokenizer};
+use crate::wire::Sent;
 
 /// A chat message derived from the log, shared (never mutated after projection).
 pub type Message = Arc<Value>;
@@ -39,8 +41,43 @@ pub struct EventLog {
     flushed: usize,
     open_compaction: Option<u64>,
     token_cache: Option<TokenCache>,
-    /// (generation, length) of the derived prefix known to pass the send normalizer unchanged
-    wire_verified: (u64, usize),
+    /// Serialised messages, one cache per [`WireStyle`] (indexed by its position in `ALL`).
+    wire_cache: [Option<Box<WireCache>>; 3],
+    /// The final part of the send plan of the current generation.
+    send: SendCache,
+}
+
+/// The send plan up to its last cut: items that no later append can change.
+#[derive(Debug, Clone, Default)]
+struct SendCache {
+    gen: u64,
+    /// Derived messages `..cut` are planned; the plan of the rest is redone per request.
+    cut: usize,
+    items: Vec<Sent>,
+}
+
+/// One style's serialised messages: per event (a projection never changes, so these survive
+/// rewrites) and, for the current generation, the final part of the send plan in order.
+#[derive(Debug, Default)]
+struct WireCache {
+    per_seq: Vec<Option<Segment>>,
+    list: SharedSegments,
+    gen: u64,
+    /// Sum of the lengths of `list`'s segments.
+    bytes: usize,
+}
+
+impl Clone for WireCache {
+    /// A copy gets its own list: two logs must never append to one shared list.
+    fn clone(&self) -> Self {
+        let list = self.list.read().unwrap_or_else(|e| e.into_inner()).clone();
+        WireCache {
+            per_seq: self.per_seq.clone(),
+            list: std::sync::Arc::new(std::sync::RwLock::new(list)),
+            gen: self.gen,
+            bytes: self.bytes,
+        }
+    }
 }
 
 /// Per-tokenizer counts of surface events and the running total of the current surface.
@@ -311,17 +348,110 @@ impl EventLog {
         &self.derived
     }
 
-    /// Whether the send normalizer would leave the derived messages exactly as they are. Only the
-    /// messages added since the last call are checked (the verified prefix is kept per generation).
-    pub fn wire_is_identity(&mut self) -> bool {
+    /// Bring the send plan up to date and return its tail: the items since the last cut (the
+    /// items before it, `send_items()`, never change until the next rewrite). After appends only
+    /// the messages since that cut are planned.
+    pub fn update_send(&mut self) -> Vec<Sent> {
         self.derive();
-        let (gen, mut upto) = self.wire_verified;
-        if gen != self.rewrite_version || upto > self.derived.len() {
-            upto = 0;
+        let gen = self.rewrite_version;
+        if self.send.gen != gen || self.send.cut > self.derived.len() {
+            self.send = SendCache {
+                gen,
+                ..SendCache::default()
+            };
         }
-        let verified = crate::wire::verified_prefix(&self.derived, upto);
-        self.wire_verified = (self.rewrite_version, verified);
-        verified == self.derived.len()
+        let plan = crate::wire::plan_send_from(&self.derived, self.send.cut);
+        let mut items = plan.items;
+        let tail = items.split_off(plan.stable_items);
+        self.send.items.extend(items);
+        self.send.cut = plan.cut;
+        tail
+    }
+
+    /// The final part of the send plan of the current generation (see [`EventLog::update_send`]).
+    pub fn send_items(&self) -> &[Sent] {
+        &self.send.items
+    }
+
+    /// The serialised messages of the next request in `style`. Messages are serialised once
+    /// per event (kept across rewrites); the final part of the send plan is kept as a shared
+    /// list per generation, so after appends this costs O(messages since the last cut).
+    pub fn wire_messages(&mut self, style: WireStyle) -> WireMessages {
+        let tail = self.update_send();
+        let slot = WireStyle::ALL
+            .iter()
+            .position(|s| *s == style)
+            .expect("every style is in ALL");
+        let mut cache = self.wire_cache[slot].take().unwrap_or_default();
+        let gen = self.rewrite_version;
+        if cache.per_seq.len() < self.events.len() {
+            cache.per_seq.resize(self.events.len(), None);
+        }
+        let have = cache.list.read().unwrap_or_else(|e| e.into_inner()).len();
+        if cache.gen != gen || have > self.send.items.len() {
+            // a new generation gets a new list: bodies still holding the old one keep it intact
+            cache.list = SharedSegments::default();
+            cache.gen = gen;
+            cache.bytes = 0;
+        }
+        let have = cache.list.read().unwrap_or_else(|e| e.into_inner()).len();
+        let new = self.segments(&mut cache.per_seq, &self.send.items[have..], style);
+        cache.bytes += new.iter().map(|s| s.len()).sum::<usize>();
+        let count = {
+            let mut list = cache.list.write().unwrap_or_else(|e| e.into_inner());
+            list.extend(new);
+            list.len()
+        };
+        let tail = self.segments(&mut cache.per_seq, &tail, style);
+        let tail_bytes = tail.iter().map(|s| s.len()).sum::<usize>();
+        let len = cache.bytes + tail_bytes + (count + tail.len()).saturating_sub(1);
+        let messages = Messages {
+            shared: cache.list.clone(),
+            count,
+            tail: std::sync::Arc::new(tail),
+        };
+        self.wire_cache[slot] = Some(cache);
+        WireMessages {
+            style,
+            messages,
+            len,
+        }
+    }
+
+    /// Segments of plan items: derived messages from the per-event cache (serialised when
+    /// missing, in parallel when there are many, as after loading a long log), new ones made.
+    fn segments(
+        &self,
+        per_seq: &mut [Option<Segment>],
+        items: &[Sent],
+        style: WireStyle,
+    ) -> Vec<Segment> {
+        use rayon::prelude::*;
+        let seq_of = |i: usize| self.derived_seqs[i] as usize;
+        let missing: Vec<usize> = items
+            .iter()
+            .filter_map(|item| match item {
+                Sent::Same(i) if per_seq[seq_of(*i)].is_none() => Some(*i),
+                _ => None,
+            })
+            .collect();
+        let serialise =
+            |&i: &usize| -> Segment { body::message_json(&self.derived[i], style).into() };
+        let made: Vec<Segment> = if missing.len() > 256 {
+            missing.par_iter().map(serialise).collect()
+        } else {
+            missing.iter().map(serialise).collect()
+        };
+        for (&i, seg) in missing.iter().zip(made) {
+            per_seq[seq_of(i)] = Some(seg);
+        }
+        items
+            .iter()
+            .map(|item| match item {
+                Sent::Same(i) => per_seq[seq_of(*i)].clone().expect("serialised above"),
+                Sent::New(m) => body::message_json(m, style).into(),
+            })
+            .collect()
     }
 
     /// Seq of the event behind each derived message (parallel to [`EventLog::derive`]).
@@ -413,6 +543,21 @@ impl EventLog {
             .sum::<u64>();
         cache.counted = self.derived.len();
         Ok(cache.total)
+    }
+
+    /// The count of each derived message with `tok` (parallel to [`EventLog::derive`]), from
+    /// the same per-event cache as [`EventLog::surface_tokens`].
+    pub fn surface_token_counts(
+        &mut self,
+        tok: &'static Tokenizer,
+    ) -> std::result::Result<Vec<u32>, TokenError> {
+        self.surface_tokens(tok)?;
+        let cache = self.token_cache.as_ref().expect("set by surface_tokens");
+        Ok(self
+            .derived_seqs
+            .iter()
+            .map(|&s| cache.per_seq[s as usize].unwrap_or(0))
+            .collect())
     }
 
     /// How many events hold a count for `tokenizer` in memory (for tests: a resumed session

@@ -36,21 +36,52 @@ pub fn normalize_for_send(messages: &[Message]) -> Vec<Message> {
 /// The send normalizer as a plan over the derived messages, so callers holding converted
 /// copies of the derived messages (the Python cache) reuse them instead of converting again.
 pub fn plan_send(messages: &[Message]) -> Vec<Sent> {
+    plan_send_from(messages, 0).items
+}
+
+/// The send plan of `messages[start..]` (indices into the whole list), where `start` is a cut of
+/// an earlier plan of a prefix of `messages`: the plan of the whole list is the earlier items
+/// before that cut followed by these `items`.
+#[derive(Debug, Clone)]
+pub struct SendPlan {
+    pub items: Vec<Sent>,
+    /// The furthest index up to which the plan is final whatever is appended later: every call
+    /// before it is answered, by id, by a result before it (results after a cut can only be
+    /// claimed by calls after it, and calls before it claim nothing more; a placeholder or a
+    /// result matched by position could still give way to a later result with the call's id).
+    pub cut: usize,
+    /// How many of `items` come before `cut`.
+    pub stable_items: usize,
+}
+
+/// The send normalizer from `start` (0, or the `cut` of a plan of a prefix of `messages`), so a
+/// request after appends plans only the messages since the last cut.
+pub fn plan_send_from(messages: &[Message], start: usize) -> SendPlan {
     let n = messages.len();
-    let mut used = vec![false; n];
-    let mut out: Vec<Sent> = Vec::with_capacity(n);
+    let start = start.min(n);
+    let mut used = vec![false; n - start];
+    let mut out: Vec<Sent> = Vec::with_capacity(n - start);
     // results by call id, in order: one map instead of a scan per call keeps this linear
     let mut by_id: HashMap<&str, VecDeque<usize>> = HashMap::new();
-    for (j, m) in messages.iter().enumerate() {
+    for (j, m) in messages.iter().enumerate().skip(start) {
         if role(m) == "tool" {
             if let Some(id) = m.get("tool_call_id").and_then(Value::as_str) {
                 by_id.entry(id).or_default().push_back(j);
             }
         }
     }
-    for i in 0..n {
+    let (mut cut, mut stable_items) = (start, 0);
+    // every call so far answered, and by results before `reach`
+    let mut answered = true;
+    let mut reach = 0usize;
+    for i in start..n {
         let m = &messages[i];
-        match role(m) {
+        let r = role(m);
+        if r == "assistant" && answered && reach <= i {
+            cut = i;
+            stable_items = out.len();
+        }
+        match r {
             "tool" => continue, // placed with their call (below) or dropped as orphans
             "assistant" => {
                 out.push(Sent::Same(i));
@@ -72,19 +103,22 @@ pub fn plan_send(messages: &[Message]) -> Vec<Sent> {
                     let found = by_id
                         .get_mut(id)
                         .and_then(|q| {
-                            while q.front().is_some_and(|&j| j <= i || used[j]) {
+                            while q.front().is_some_and(|&j| j <= i || used[j - start]) {
                                 q.pop_front();
                             }
                             q.pop_front()
                         })
                         .or_else(|| {
-                            by_position
-                                .by_ref()
-                                .find(|&j| !used[j] && messages[j].get("tool_call_id").is_none())
+                            // a result with the call's id appended later would win over this
+                            answered = false;
+                            by_position.by_ref().find(|&j| {
+                                !used[j - start] && messages[j].get("tool_call_id").is_none()
+                            })
                         });
                     match found {
                         Some(j) => {
-                            used[j] = true;
+                            used[j - start] = true;
+                            reach = reach.max(j + 1);
                             let r = &messages[j];
                             let same = r.get("tool_call_id").and_then(Value::as_str) == Some(id)
                                 && r.get("name").and_then(Value::as_str) == Some(name);
@@ -97,65 +131,25 @@ pub fn plan_send(messages: &[Message]) -> Vec<Sent> {
                                 out.push(Sent::New(Arc::new(fixed)));
                             }
                         }
-                        None => out.push(Sent::New(Arc::new(json!({
-                            "role": "tool", "tool_call_id": id, "name": name, "content": NO_RESULT
-                        })))),
+                        None => {
+                            // a later result could still answer it: nothing after here is final
+                            out.push(Sent::New(Arc::new(json!({
+                                "role": "tool", "tool_call_id": id, "name": name, "content": NO_RESULT
+                            }))))
+                        }
                     }
                 }
             }
             _ => out.push(Sent::Same(i)),
         }
     }
-    out
-}
-
-/// Length of the longest prefix of `messages`, from the unit boundary `start`, that the send
-/// normalizer would leave exactly as it is: plain messages, and assistant messages whose calls are
-/// followed at once by exactly their results (same ids and names, in call order). Callers keep
-/// the verified length between requests so each request checks only the new messages.
-pub fn verified_prefix(messages: &[Message], start: usize) -> usize {
-    let n = messages.len();
-    let mut i = start.min(n);
-    while i < n {
-        let m = &messages[i];
-        match role(m) {
-            "tool" => return i, // a result not right after its call: the normalizer moves or drops it
-            "assistant" => {
-                let calls = match m.get("tool_calls") {
-                    Some(Value::Array(calls)) if !calls.is_empty() => calls,
-                    _ => {
-                        i += 1;
-                        continue;
-                    }
-                };
-                for (k, call) in calls.iter().enumerate() {
-                    let Some(r) = messages.get(i + 1 + k) else {
-                        return i;
-                    };
-                    let id = call.get("id").and_then(Value::as_str);
-                    let name = call
-                        .get("function")
-                        .and_then(|f| f.get("name"))
-                        .and_then(Value::as_str);
-                    if role(r) != "tool"
-                        || id.is_none()
-                        || r.get("tool_call_id").and_then(Value::as_str) != id
-                        || r.get("name").and_then(Value::as_str) != name
-                    {
-                        return i;
-                    }
-                }
-                // a further result for this group would be an orphan the normalizer drops
-                if messages
-                    .get(i + 1 + calls.len())
-                    .is_some_and(|r| role(r) == "tool")
-                {
-                    return i;
-                }
-                i += 1 + calls.len();
-            }
-            _ => i += 1,
-        }
+    if answered && reach <= n {
+        cut = n;
+        stable_items = out.len();
     }
-    n
+    SendPlan {
+        items: out,
+        cut,
+        stable_items,
+    }
 }

@@ -1,6 +1,7 @@
 //! PyO3 bindings for foldlog-core: conversion, error mapping and GIL release only.
 use pyo3::prelude::*;
 
+mod body;
 mod convert;
 mod errors;
 mod log;
@@ -11,6 +12,7 @@ mod tokens;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     log::register(m)?;
+    body::register(m)?;
     tokens::register(m)?;
     plan::register(m)?;
     Ok(())

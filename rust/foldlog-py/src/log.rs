@@ -10,9 +10,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use serde_json::Value;
 
+use crate::body::{style_of, WireSegments};
 use crate::convert::{to_py, value_of};
 use crate::errors::{detached, to_py as err_to_py};
 use crate::tokens::{to_py as tokens_to_py, PyTokenCounter};
+use foldlog_core::body::WireStyle;
 use foldlog_core::tokens::TokenizerChoice;
 
 /// The session event log. Frozen with interior locking: one writer, many reader threads;
@@ -218,14 +220,17 @@ impl Log {
         py: Python<'py>,
         start: usize,
     ) -> PyResult<(u64, usize, Bound<'py, PyList>)> {
-        let (gen, msgs) =
-            self.with_write(py, |log| (log.rewrite_version(), log.derive().to_vec()))?;
-        let start = start.min(msgs.len());
+        // only the new messages are copied out: a step on a long session stays O(new)
+        let (gen, total, msgs) = self.with_write(py, |log| {
+            let gen = log.rewrite_version();
+            let all = log.derive();
+            (gen, all.len(), all[start.min(all.len())..].to_vec())
+        })?;
         let out = PyList::empty(py);
-        for m in &msgs[start..] {
+        for m in &msgs {
             out.append(to_py(py, m)?)?;
         }
-        Ok((gen, msgs.len(), out))
+        Ok((gen, total, out))
     }
 
     /// Seq of the event behind each derived message.
@@ -244,30 +249,41 @@ impl Log {
         list_of(py, sent.iter().map(|m| (**m).clone()))
     }
 
-    /// The send normalizer as a plan over the derived messages: `(rewrite_version, items)` where
-    /// an item is the index of a derived message sent as it is, or a new message dict.
-    /// `items` is `None` when every derived message is sent as it is (the common case, checked
-    /// incrementally).
-    fn wire_plan<'py>(&self, py: Python<'py>) -> PyResult<(u64, Option<Bound<'py, PyList>>)> {
-        let (gen, plan) = self.with_write(py, |log| {
-            let gen = log.rewrite_version();
-            if log.wire_is_identity() {
-                (gen, None)
+    /// The send normalizer as a plan over the derived messages, kept incrementally:
+    /// `(rewrite_version, start, final_items, tail_items)`. The plan is the final items of the
+    /// generation (which never change until the next rewrite) followed by the tail; the caller
+    /// says it holds the first `known` final items of generation `gen`, and gets the rest from
+    /// `start` (0 when the generation moved on). An item is the index of a derived message sent
+    /// as it is, or a new message dict (a filled or renamed result).
+    #[allow(clippy::type_complexity)]
+    fn wire_since<'py>(
+        &self,
+        py: Python<'py>,
+        gen: u64,
+        known: usize,
+    ) -> PyResult<(u64, usize, Bound<'py, PyList>, Bound<'py, PyList>)> {
+        let (now, start, fresh, tail) = self.with_write(py, |log| {
+            let tail = log.update_send();
+            let now = log.rewrite_version();
+            let items = log.send_items();
+            let start = if now == gen {
+                known.min(items.len())
             } else {
-                (gen, Some(wire::plan_send(log.derive())))
-            }
+                0
+            };
+            (now, start, items[start..].to_vec(), tail)
         })?;
-        let Some(plan) = plan else {
-            return Ok((gen, None));
-        };
-        let out = PyList::empty(py);
-        for item in plan {
-            match item {
-                wire::Sent::Same(i) => out.append(i)?,
-                wire::Sent::New(m) => out.append(to_py(py, &m)?)?,
+        let convert = |items: Vec<wire::Sent>| -> PyResult<Bound<'py, PyList>> {
+            let out = PyList::empty(py);
+            for item in items {
+                match item {
+                    wire::Sent::Same(i) => out.append(i)?,
+                    wire::Sent::New(m) => out.append(to_py(py, &m)?)?,
+                }
             }
-        }
-        Ok((gen, Some(out)))
+            Ok(out)
+        };
+        Ok((now, start, convert(fresh)?, convert(tail)?))
     }
 
     /// Exact tokens of the surface's messages with `counter`, each event counted once and cached
@@ -286,11 +302,34 @@ impl Log {
         self.with_read(py, |log| log.cached_token_events())
     }
 
-    /// The wire messages as JSON bytes (a JSON array), built without Python objects.
+    /// The count of each derived message with `counter` (parallel to `derived_since(0)`), from
+    /// the per-event cache; `None` for an estimating counter.
+    fn surface_token_counts(
+        &self,
+        py: Python<'_>,
+        counter: &PyTokenCounter,
+    ) -> PyResult<Option<Vec<u32>>> {
+        let TokenizerChoice::Exact(tok) = counter.inner else {
+            return Ok(None);
+        };
+        self.with_write(py, |log| log.surface_token_counts(tok))?
+            .map(Some)
+            .map_err(|e| tokens_to_py(py, e))
+    }
+
+    /// The serialised messages of the next request in `style` ("keep", "strip" or
+    /// "with-calls"): only messages never serialised before are serialised (GIL released).
+    fn wire_segments(&self, py: Python<'_>, style: &str) -> PyResult<WireSegments> {
+        let style = style_of(style)?;
+        let inner = self.with_write(py, |log| log.wire_messages(style))?;
+        Ok(WireSegments { inner })
+    }
+
+    /// The wire messages as JSON bytes (a JSON array, keys sorted), from the cached segments.
     fn wire_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let bytes = self.with_write(py, |log| {
-            let sent = wire::normalize_for_send(log.derive());
-            serde_json::to_vec(&sent).unwrap_or_default()
+            let messages = log.wire_messages(WireStyle::Keep);
+            foldlog_core::body::WireBody::new(b"[", messages, b"]").to_vec()
         })?;
         Ok(PyBytes::new(py, &bytes))
     }

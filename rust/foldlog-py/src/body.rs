@@ -1,0 +1,112 @@
+//! `foldlog._core.WireSegments` and `WireBody`: request bodies built from cached message JSON.
+use std::sync::Mutex;
+
+use foldlog_core::body::{self, BodyCursor, WireStyle};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+pub(crate) fn style_of(id: &str) -> PyResult<WireStyle> {
+    WireStyle::from_id(id).ok_or_else(|| {
+        pyo3::exceptions::PyValueError::new_err(format!(
+            "unknown wire style {id:?} (expected \"keep\", \"strip\" or \"with-calls\")"
+        ))
+    })
+}
+
+/// The serialised messages of one request (a snapshot: later appends do not change it).
+#[pyclass(frozen, module = "foldlog._core")]
+pub struct WireSegments {
+    pub(crate) inner: body::WireMessages,
+}
+
+#[pymethods]
+impl WireSegments {
+    /// "keep", "strip" or "with-calls".
+    #[getter]
+    fn style(&self) -> &'static str {
+        self.inner.style.id()
+    }
+
+    /// Bytes of the messages joined with commas.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.inner.len
+    }
+
+    /// Number of messages.
+    fn __len__(&self) -> usize {
+        self.inner.count()
+    }
+
+    /// The whole body: `head` + the messages joined with commas + `tail`.
+    fn body(&self, head: &[u8], tail: &[u8]) -> WireBody {
+        WireBody {
+            inner: body::WireBody::new(head, self.inner.clone(), tail),
+        }
+    }
+}
+
+/// A request body held as shared segments: `len()` is its size in bytes, `chunks()` reads it.
+#[pyclass(frozen, module = "foldlog._core")]
+pub struct WireBody {
+    inner: body::WireBody,
+}
+
+#[pymethods]
+impl WireBody {
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// The body in one `bytes` (GIL released while it is joined).
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let bytes = py.detach(|| self.inner.to_vec());
+        PyBytes::new(py, &bytes)
+    }
+
+    /// An iterator of `bytes` pieces of at most `size` bytes, from the start.
+    #[pyo3(signature = (size=65536))]
+    fn chunks(&self, size: usize) -> PyResult<BodyChunks> {
+        if size == 0 {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "chunk size must be positive",
+            ));
+        }
+        Ok(BodyChunks {
+            body: self.inner.clone(),
+            cursor: Mutex::new(BodyCursor::default()),
+            size,
+        })
+    }
+}
+
+/// Pieces of a [`WireBody`], in order.
+#[pyclass(frozen, module = "foldlog._core")]
+pub struct BodyChunks {
+    body: body::WireBody,
+    cursor: Mutex<BodyCursor>,
+    size: usize,
+}
+
+#[pymethods]
+impl BodyChunks {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        let mut out = Vec::with_capacity(self.size.min(self.body.len()));
+        let more = py.detach(|| {
+            let mut cursor = self.cursor.lock().unwrap_or_else(|e| e.into_inner());
+            self.body.fill(&mut cursor, self.size, &mut out)
+        });
+        more.then(|| PyBytes::new(py, &out))
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<WireSegments>()?;
+    m.add_class::<WireBody>()?;
+    m.add_class::<BodyChunks>()?;
+    Ok(())
+}

@@ -1,0 +1,70 @@
+"""With an exact tokenizer for the provider's model, the compactor plans on the session's cached
+per-event counts and, without reported usage, triggers on the session's running total."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from foldlog import Options, Session
+from foldlog.compaction import Compactor
+from foldlog.providers import Scripted
+from foldlog.tokens import Tokenizer
+
+MODEL = "deepseek-v4-flash"
+TOOLS = [{"type": "function", "function": {"name": "fetch", "parameters": {"type": "object"}}}]
+
+
+def history(n: int) -> Session:
+    s = Session(system="You are a test assistant.")
+    s.add({"role": "user", "content": "fetch the pages"})
+    for i in range(n):
+        s.add(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": f"c{i}", "type": "function", "function": {"name": "fetch", "arguments": "{}"}}
+                ],
+            }
+        )
+        s.add(
+            {
+                "role": "tool",
+                "tool_call_id": f"c{i}",
+                "name": "fetch",
+                "content": f"page {i}: " + "word " * 400,
+            }
+        )
+    return s
+
+
+def compactor(s: Session, window: int, summaries: list[Any]) -> tuple[Compactor, Scripted]:
+    summarizer = Scripted(summaries, model=MODEL)
+    opts = Options(context_window=window, summary_provider=summarizer, tail_tokens=500, prune_min_bytes=10**9)
+    return Compactor(s, Scripted([], model=MODEL), opts), summarizer
+
+
+def test_counts_and_the_local_total_are_the_sessions_exact_ones() -> None:
+    s = history(6)
+    c, _ = compactor(s, 100_000, [])
+    tok = Tokenizer.for_model(MODEL)
+    exact = [tok.count_message(m) for m in s.derive_messages()]
+    assert c._counts(s.derive_messages()) == exact
+    total = sum(exact) + tok.count_tools(TOOLS) + tok.request_overhead()
+    assert c._local_prompt_tokens(TOOLS) == total == s.token_count(MODEL, TOOLS)
+    s.add({"role": "user", "content": "one more"})
+    assert c._local_prompt_tokens(TOOLS) == total + tok.count_message({"role": "user", "content": "one more"})
+
+
+def test_without_usage_the_running_total_decides() -> None:
+    s = history(6)
+    total = s.token_count(MODEL, TOOLS)
+    below, summarizer = compactor(s, int(total / 0.5), [{"content": "## Goal\n- fetch"}])
+    asyncio.run(below.maybe_compact(None, TOOLS))
+    assert summarizer.calls == 0 and "compaction/start" not in s.events.types()
+    above, summarizer = compactor(s, int(total / 0.9), [{"content": "## Goal\n- fetch"}])
+    asyncio.run(above.maybe_compact(None, TOOLS))
+    assert summarizer.calls == 1
+    assert s.events.types().count("compaction/end") == 1
+    assert s.token_count(MODEL, TOOLS) < total
