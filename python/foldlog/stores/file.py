@@ -119,7 +119,12 @@ class FileStore:
 
     def open_writer(self, session_id: str, header_line: bytes, *, durable: bool = True) -> FileStoreWriter:
         if not self.root.exists():
-            self.root.mkdir(parents=True, mode=0o700, exist_ok=True)
+            try:
+                self.root.mkdir(parents=True, mode=0o700, exist_ok=True)
+            except OSError as e:
+                err = StorageError(f"cannot create the sessions folder {self.root}: {e.strerror or e}")
+                err.errno = e.errno
+                raise err from e
         return FileStoreWriter(self.path_for(session_id), header_line, durable=durable)
 
     def list_sessions(self) -> list[SessionInfo]:
