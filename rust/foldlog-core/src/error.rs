@@ -10,10 +10,7 @@ pub enum Error {
     /// An event or message that cannot be recorded, or a log that breaks a rule.
     InvalidEvent { message: String },
     /// I/O of a store. `errno` is the OS error behind it, when there is one (ENOSPC, EROFS, …).
-    Storage {
-        message: String,
-        errno: Option<i32>,
-    },
+    Storage { message: String, errno: Option<i32> },
     /// Another writer holds the session.
     Locked { holder: String, message: String },
 }

@@ -42,7 +42,10 @@ fn create_err(what: &str, path: &Path, e: io::Error) -> Error {
         e.kind(),
         ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem
     );
-    match path.parent().filter(|d| refused && !d.as_os_str().is_empty()) {
+    match path
+        .parent()
+        .filter(|d| refused && !d.as_os_str().is_empty())
+    {
         Some(dir) => Error::storage_io(
             format!(
                 "folder {} is not writable: {what} {}: {e}",

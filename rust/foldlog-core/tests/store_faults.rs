@@ -101,7 +101,11 @@ fn a_full_disk_mid_batch_leaves_the_last_complete_batch_and_the_batch_can_be_ret
         assert_eq!(err.stage, "write");
         assert_eq!(err.error.raw_os_error(), Some(28));
         assert!(err.cut_error.is_none());
-        assert_eq!(f.bytes(), &first[..], "room {room}: cut back to the first batch");
+        assert_eq!(
+            f.bytes(),
+            &first[..],
+            "room {room}: cut back to the first batch"
+        );
         assert_eq!(events_in(f.bytes()), 3);
         // space freed: the same batch goes through whole
         f.capacity = usize::MAX;
@@ -118,7 +122,11 @@ fn a_failing_fsync_cuts_the_batch_off() {
     f.fail_sync = true;
     let err = write_batch(&mut f, first.len() as u64, &batch(2, 5), true).unwrap_err();
     assert_eq!(err.stage, "fsync");
-    assert_eq!(f.bytes(), &first[..], "a batch that was not made durable is not kept");
+    assert_eq!(
+        f.bytes(),
+        &first[..],
+        "a batch that was not made durable is not kept"
+    );
     f.fail_sync = false;
     write_batch(&mut f, first.len() as u64, &batch(2, 5), true).unwrap();
     assert_eq!(events_in(f.bytes()), 7);
@@ -140,5 +148,8 @@ fn a_failed_cut_is_reported() {
     f.fail_cut = true;
     let err = write_batch(&mut f, first.len() as u64, &batch(1, 2), true).unwrap_err();
     assert_eq!(err.stage, "write");
-    assert!(err.cut_error.is_some(), "the caller learns part of the batch may remain");
+    assert!(
+        err.cut_error.is_some(),
+        "the caller learns part of the batch may remain"
+    );
 }
