@@ -208,6 +208,10 @@ impl FileWriter {
             let mut line = header_line.as_bytes().to_vec();
             line.push(b'\n');
             w.append(&line)?;
+            if durability == Durability::Batch {
+                // the new file's name must survive a power cut too, not only its bytes
+                sync_folder_of(path)?;
+            }
             bytes = line;
         }
         Ok((w, bytes))
@@ -316,6 +320,18 @@ impl FileWriter {
     }
 }
 
+/// fsync the folder holding `path`, so a file created or renamed there keeps its name after a
+/// power cut.
+fn sync_folder_of(path: &Path) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io_err("cannot fsync folder", dir, e))
+}
+
 /// Write a whole new file (`Session.save`): to a temporary name, fsync, then rename into place.
 /// On failure the temporary file is removed and `path` is left as it was.
 pub fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -333,7 +349,8 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
         .and_then(|()| f.sync_all().map_err(|e| io_err("cannot fsync", &tmp, e)))
         .and_then(|()| {
             std::fs::rename(&tmp, path).map_err(|e| io_err("cannot rename into", path, e))
-        });
+        })
+        .and_then(|()| sync_folder_of(path));
     if done.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
