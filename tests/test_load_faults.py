@@ -8,7 +8,8 @@ repair, its turns are closed, the send normalizer changes nothing, and memory st
 
 Scale it with ``FOLDLOG_LOAD_SESSIONS`` (concurrent sessions, default 1000) and
 ``FOLDLOG_LOAD_SECONDS`` (how long new turns start, default 5); ``FOLDLOG_LOAD_SEED`` picks the
-fault pattern; ``FOLDLOG_LOAD_DURABILITY`` the sessions' durability (default ``none``). The figures are printed (``pytest -s`` shows them).
+fault pattern; ``FOLDLOG_LOAD_DURABILITY`` the sessions' durability (default ``none``). The
+figures are printed (``pytest -s`` shows them).
 """
 
 from __future__ import annotations
