@@ -24,6 +24,7 @@ from foldlog.errors import (
     SessionLockedError,
     StorageError,
     StreamInterrupted,
+    StreamProtocolError,
     TokenizerError,
     UnsupportedFormatError,
 )
@@ -90,6 +91,7 @@ __all__ = [
     "SessionLockedError",
     "StorageError",
     "StreamInterrupted",
+    "StreamProtocolError",
     "Tokenizer",
     "TokenizerError",
     "Tool",

@@ -563,7 +563,7 @@ class Agent:
             self._open.calls.append((c, seq))
             self._emit(ToolDispatch(c.id, c.name, c.arguments))
 
-    def _log_result(self, content: str, is_error: bool) -> None:
+    def _log_result(self, content: str, is_error: bool, meta: Mapping[str, Any] | None = None) -> None:
         st = self._open
         assert st is not None
         call, seq = st.calls[st.results_logged]
@@ -575,12 +575,11 @@ class Agent:
             "content": content,
             "isError": is_error,
         }
-        self._append(
-            "tool/result",
-            {"turn": st.turn, "step": st.step, "message": msg},
-            surface_op="append",
-            sources=[seq],
-        )
+        data: dict[str, Any] = {"turn": st.turn, "step": st.step, "message": msg}
+        if meta:
+            # e.g. utf8Replaced / omittedBytes: what was done to the output to make it loggable
+            data["meta"] = dict(meta)
+        self._append("tool/result", data, surface_op="append", sources=[seq])
         self._emit(ToolResult(call.id, call.name, content, is_error))
 
     def _fill_results(
@@ -593,7 +592,7 @@ class Agent:
         while st.results_logged < len(st.calls):
             k = st.results_logged
             if done is not None and k in done:
-                self._log_result(done[k].content, done[k].is_error)
+                self._log_result(done[k].content, done[k].is_error, done[k].meta)
             elif started is not None and k in started:
                 self._log_result(CANCELLED_DURING, True)
             else:
@@ -632,9 +631,10 @@ class Agent:
             timeout=o.tool_timeout,
             turn=turn,
             step=step,
+            argument_limit=o.tool_argument_limit,
         )
         for r in results:
-            self._log_result(r.content, r.is_error)
+            self._log_result(r.content, r.is_error, r.meta)
         self.session.flush()
 
     # --- compaction ------------------------------------------------------------------------

@@ -96,6 +96,12 @@ class ProviderTimeout(ProviderError, TimeoutError):
     """The provider stalled past its watchdog or a summary call passed its timeout."""
 
 
+class StreamProtocolError(ProviderError, ValueError):
+    """The response broke a bound the client keeps on it: a line or body over ``max_line_bytes``,
+    or more than ``max_noise_bytes`` of keep-alives and blank lines without an event. The message
+    names the limit. Not retried or replayed: the same request would meet the same answer."""
+
+
 class CompactionError(FoldlogError):
     """A compaction could not be planned or recorded."""
 
@@ -115,5 +121,6 @@ __all__ = [
     "SessionLockedError",
     "StorageError",
     "StreamInterrupted",
+    "StreamProtocolError",
     "UnsupportedFormatError",
 ]

@@ -172,8 +172,11 @@ class ToolContext:
 
 @dataclass(slots=True)
 class ToolOutcome:
+    """A tool's result. ``meta`` goes to the ``tool/result`` event's ``meta`` (e.g. ``utf8Replaced``)."""
+
     content: str
     is_error: bool = False
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

@@ -22,6 +22,8 @@ class Options:
     max_parallel_tools: int = 8
     tool_output_limit: int = 32768
     tool_timeout: float | None = None
+    # a call whose arguments are larger (UTF-8 bytes) gets an error result instead of running
+    tool_argument_limit: int | None = 4 * 1024 * 1024
     context_window: int | None = None
     # compaction (consumed by foldlog.compaction)
     soft_compact_ratio: float = 0.5
@@ -53,6 +55,10 @@ class Options:
             raise ValueError(f"Options.max_parallel_tools must be >= 1, got {self.max_parallel_tools}")
         if self.tool_output_limit < 64:
             raise ValueError(f"Options.tool_output_limit must be >= 64, got {self.tool_output_limit}")
+        if self.tool_argument_limit is not None and self.tool_argument_limit < 1:
+            raise ValueError(
+                f"Options.tool_argument_limit must be >= 1 or None, got {self.tool_argument_limit}"
+            )
         if self.tool_timeout is not None and self.tool_timeout <= 0:
             raise ValueError(f"Options.tool_timeout must be > 0 or None, got {self.tool_timeout}")
         if self.keep_policy not in _KEEP_POLICIES:

@@ -16,11 +16,18 @@ import ssl
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from foldlog.errors import APIError, AuthError, ProviderError, ProviderTimeout, StreamInterrupted
+from foldlog.errors import (
+    APIError,
+    AuthError,
+    ProviderError,
+    ProviderTimeout,
+    StreamInterrupted,
+    StreamProtocolError,
+)
 from foldlog.providers.assemble import ChatStreamAssembler
 from foldlog.providers.base import Chunk, ErrorChunk, Request
 from foldlog.providers.retry import OnRetry, RetryPolicy, is_retryable_status
-from foldlog.providers.sse import SSEDecoder, SSEEvent
+from foldlog.providers.sse import MAX_LINE_BYTES, MAX_NOISE_BYTES, SSEDecoder, SSEEvent
 
 if TYPE_CHECKING:
     import httpx
@@ -44,7 +51,11 @@ class OpenAICompatible:
     """Streams chat completions from ``{base_url}/chat/completions``.
 
     ``timeout`` bounds connecting and sending; ``stall_timeout`` is the watchdog: no bytes for
-    that long (waiting for headers or inside the body) counts as a cut connection.
+    that long (waiting for headers or inside the body) counts as a cut connection;
+    ``idle_timeout``: no output (only keep-alives, blank lines or empty chunks) for that long
+    counts as a stall too. ``max_line_bytes`` bounds one SSE line, one event and a non-streamed
+    JSON body; ``max_noise_bytes`` bounds keep-alives and blank lines in a row without an event.
+    Passing either bound raises :class:`StreamProtocolError` at once, without retrying.
     """
 
     def __init__(
@@ -63,6 +74,9 @@ class OpenAICompatible:
         context_window: int | None = None,
         on_retry: OnRetry | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        idle_timeout: float | None = 900.0,
+        max_line_bytes: int | None = MAX_LINE_BYTES,
+        max_noise_bytes: int | None = MAX_NOISE_BYTES,
     ) -> None:
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must be an http(s) URL, got {base_url!r}")
@@ -72,6 +86,13 @@ class OpenAICompatible:
             raise ValueError("timeout and stall_timeout must be positive (seconds)")
         if max_tokens is not None and max_tokens <= 0:
             raise ValueError(f"max_tokens must be positive, got {max_tokens}")
+        if idle_timeout is not None and idle_timeout <= 0:
+            raise ValueError(f"idle_timeout must be positive (seconds) or None, got {idle_timeout}")
+        # the decoder checks its bounds; one made here fails on bad ones at construction
+        SSEDecoder(max_line_bytes=max_line_bytes, max_noise_bytes=max_noise_bytes)
+        self.idle_timeout = None if idle_timeout is None else float(idle_timeout)
+        self.max_line_bytes = max_line_bytes
+        self.max_noise_bytes = max_noise_bytes
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.timeout = float(timeout)
@@ -184,15 +205,27 @@ class OpenAICompatible:
         if _is_json(response):
             yield await self._read_json(response, asm)
             return
-        decoder = SSEDecoder()
+        decoder = SSEDecoder(max_line_bytes=self.max_line_bytes, max_noise_bytes=self.max_noise_bytes)
         pieces = response.aiter_bytes().__aiter__()
+        loop = asyncio.get_running_loop()
+        idle = self.idle_timeout
+        # keep-alives reset the byte watchdog but not this one: only output does
+        quiet_until = loop.time() + idle if idle is not None else None
         while True:
+            wait = self.stall_timeout
+            if quiet_until is not None:
+                wait = min(wait, max(quiet_until - loop.time(), 0.0))
             try:
-                async with asyncio.timeout(self.stall_timeout):
+                async with asyncio.timeout(wait):
                     piece = await pieces.__anext__()
             except StopAsyncIteration:
                 break
             except TimeoutError:
+                if wait < self.stall_timeout:
+                    raise _Cut(
+                        f"stalled: no output for {idle:g} s (idle_timeout), only keep-alives or blank lines",
+                        stalled=True,
+                    ) from None
                 raise _Cut(f"stalled: no bytes for {self.stall_timeout:g} s", stalled=True) from None
             except httpx.TransportError as e:
                 raise _Cut(f"connection cut ({type(e).__name__}: {self.redact(str(e))})") from None
@@ -202,6 +235,8 @@ class OpenAICompatible:
                     yield asm.finish()
                     return
                 if chunks:
+                    if idle is not None:
+                        quiet_until = loop.time() + idle
                     yield chunks
                     if isinstance(chunks[-1], ErrorChunk):
                         return
@@ -242,8 +277,24 @@ class OpenAICompatible:
         """A server that ignored ``stream: true`` answered with one JSON completion."""
         import httpx
 
+        raw = bytearray()
+        limit = self.max_line_bytes
+        idle = self.idle_timeout
         try:
-            raw = await response.aread()
+            # the body is the output: blank lines before it (DeepSeek's keep-alive while a
+            # request is queued) may take idle_timeout at most, like keep-alives in a stream
+            async with asyncio.timeout(idle):
+                async for piece in response.aiter_bytes():
+                    raw += piece
+                    if limit is not None and len(raw) > limit:
+                        raise StreamProtocolError(
+                            f"the JSON response body is longer than {limit} bytes (max_line_bytes); "
+                            "it was abandoned before reading the rest"
+                        )
+        except TimeoutError:
+            if idle is None:
+                raise
+            raise _Cut(f"stalled: no complete JSON body in {idle:g} s (idle_timeout)", stalled=True) from None
         except httpx.TimeoutException:
             raise _Cut(f"stalled: no bytes for {self.stall_timeout:g} s", stalled=True) from None
         except httpx.TransportError as e:

@@ -3,11 +3,17 @@
 Every path is relative to the workspace; absolute paths, ``..`` components and symlinks that
 lead outside it are refused. ``bash`` is off unless enabled: it runs with the workspace as its
 working directory, a timeout, an output cap, and an environment scrubbed of credentials.
+
+``bash`` reads the command's output as it comes and keeps only its head and tail, so a command
+printing 100 MB costs ``output_limit`` bytes of memory, not 100 MB. The command runs in a session
+(and process group) of its own: on a timeout or a cancellation the whole group gets SIGTERM, then
+SIGKILL after ``TERM_GRACE`` seconds, so children that ignore SIGTERM die too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fnmatch
 import os
 import re
@@ -15,13 +21,16 @@ import signal
 from pathlib import Path
 from typing import Annotated
 
+from foldlog.hooks import ToolOutcome
+from foldlog.tools.output import HeadTail, decode_output
 from foldlog.tools.registry import Tool, make_tool
-from foldlog.tools.runner import cap_output
 
 _SECRET = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|PRIVATE_KEY|ACCESS_KEY)", re.I)
 MAX_READ_BYTES = 256 * 1024
 MAX_LIST = 1000
 MAX_MATCHES = 200
+TERM_GRACE = 1.0  # seconds between SIGTERM and SIGKILL for a command's process group
+READ_SIZE = 1 << 16
 
 
 class WorkspaceError(ValueError):
@@ -69,21 +78,21 @@ def builtin_tools(
         path: Annotated[str, "File path relative to the workspace"],
         offset: Annotated[int, "First line to return (1-based)"] = 1,
         limit: Annotated[int | None, "Maximum number of lines"] = None,
-    ) -> str:
+    ) -> ToolOutcome:
         """Read a text file from the workspace, optionally a range of lines."""
         full = ws.resolve(path)
         if full.is_dir():
             raise IsADirectoryError(f"{path} is a directory; use list_dir")
         with open(full, "rb") as f:
             data = f.read(MAX_READ_BYTES + 1)
-        text = data[:MAX_READ_BYTES].decode("utf-8", errors="replace")
+        text, replaced = decode_output(data[:MAX_READ_BYTES])
         lines = text.splitlines(keepends=True)
         start = max(offset, 1) - 1
         end = len(lines) if limit is None else start + max(limit, 0)
         out = "".join(lines[start:end])
         if len(data) > MAX_READ_BYTES:
             out += f"\n[file truncated at {MAX_READ_BYTES} bytes; use offset/limit]"
-        return out
+        return ToolOutcome(out, meta={"utf8Replaced": replaced} if replaced else {})
 
     def list_dir(path: Annotated[str, "Directory relative to the workspace"] = ".") -> str:
         """List a workspace directory (directories end with '/')."""
@@ -167,28 +176,35 @@ def builtin_tools(
     async def bash_(
         command: Annotated[str, "Shell command, run with the workspace as working directory"],
         timeout: Annotated[float | None, "Seconds before the command is killed"] = None,
-    ) -> str:
+    ) -> ToolOutcome:
         """Run a shell command in the workspace; returns exit code and combined output."""
         limit = min(timeout, bash_timeout) if timeout else bash_timeout
-        proc = await asyncio.create_subprocess_shell(
-            command,
-            cwd=ws.root,
-            env=scrubbed_env(),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-        )
+        kept = HeadTail(output_limit)
+        proc = await _spawn(command, ws.root, kept)
+        timed_out = False
         try:
-            out, _ = await asyncio.wait_for(proc.communicate(), limit)
-        except (TimeoutError, asyncio.CancelledError) as e:
-            _kill(proc)
-            await proc.wait()
-            if isinstance(e, asyncio.CancelledError):
-                raise
-            raise TimeoutError(f"command timed out after {limit:g}s and was killed") from None
-        text = cap_output(out.decode("utf-8", errors="replace"), output_limit)
-        return f"exit code {proc.returncode}\n{text}"
+            async with asyncio.timeout(limit):
+                await _drain(proc, kept)
+        except TimeoutError:
+            timed_out = True
+            await _stop(proc, kept)
+        except BaseException:  # cancelled (the runner's timeout, Agent.cancel): leave nothing running
+            await _stop(proc, kept)
+            raise
+        text, omitted, replaced = kept.render()
+        meta: dict[str, int] = {}
+        if omitted:
+            meta["omittedBytes"] = omitted
+        if replaced:
+            meta["utf8Replaced"] = replaced
+        if timed_out:
+            return ToolOutcome(
+                f"error: command timed out after {limit:g}s; its process group was killed. "
+                f"Output until then:\n{text}",
+                True,
+                meta,
+            )
+        return ToolOutcome(f"exit code {proc.returncode}\n{text}", meta=meta)
 
     tools = [
         make_tool(read_file, read_only=True),
@@ -207,9 +223,71 @@ def scrubbed_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not _SECRET.search(k)}
 
 
-def _kill(proc: asyncio.subprocess.Process) -> None:
+async def _spawn(command: str, cwd: Path, kept: HeadTail) -> asyncio.subprocess.Process:
+    """Start the command in a session of its own; a cancellation that lands while it is being
+    started (the shell may already run) waits for its handle and stops it before going on."""
+    spawn = asyncio.ensure_future(
+        asyncio.create_subprocess_shell(
+            command,
+            cwd=cwd,
+            env=scrubbed_env(),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+    )
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        return await asyncio.shield(spawn)
+    except asyncio.CancelledError:
+        try:
+            proc = await spawn
+        except Exception:  # it failed to start: nothing to stop
+            raise asyncio.CancelledError from None
+        await _stop(proc, kept)
+        raise
+
+
+async def _drain(proc: asyncio.subprocess.Process, kept: HeadTail) -> None:
+    """Read the command's output to its end (keeping only the head and tail), then reap the shell.
+
+    asyncio's ``wait()`` returns only once the pipe is closed too, that is when every process
+    holding it (background children included) has exited or closed it.
+    """
+    stdout = proc.stdout
+    assert stdout is not None
+    while piece := await stdout.read(READ_SIZE):
+        kept.feed(piece)
+    await proc.wait()
+
+
+async def _stop(proc: asyncio.subprocess.Process, kept: HeadTail) -> None:
+    """SIGTERM the command's process group, SIGKILL it after ``TERM_GRACE`` s; read what it wrote."""
+    _signal_group(proc, signal.SIGTERM)
+    try:
+        await asyncio.wait_for(_drain(proc, kept), TERM_GRACE)
+    except TimeoutError:
+        pass
+    finally:
+        # always: the shell may have exited on SIGTERM while a child that ignores it lives on
+        _signal_group(proc, signal.SIGKILL)
+    try:
+        # the group is dead, so the pipe ends at once, unless a process that left the group
+        # (setsid, a daemon) still holds it
+        await asyncio.wait_for(_drain(proc, kept), TERM_GRACE)
+    except TimeoutError:
+        # asyncio has no public way to close a subprocess's pipes; closing the transport lets
+        # the exited shell be reaped now instead of when that process goes away
+        transport = getattr(proc, "_transport", None)
+        if transport is not None:
+            transport.close()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), TERM_GRACE)
+
+
+def _signal_group(proc: asyncio.subprocess.Process, sig: signal.Signals) -> None:
+    try:
+        os.killpg(proc.pid, sig)  # start_new_session made the shell's pid the group id
     except (ProcessLookupError, PermissionError):
         pass
 

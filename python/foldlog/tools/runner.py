@@ -1,17 +1,27 @@
 """Running one batch of tool calls: lookup, argument checks, policy hooks, concurrency, output cap.
 
 Every failure the model can act on becomes an error result (``error: …``) rather than an
-exception: unknown tools, invalid JSON, invalid arguments (with the schema), tool exceptions,
-timeouts and hook errors. Results come back in call order whatever order they finished in.
+exception: unknown tools, arguments over the size limit, invalid JSON, invalid arguments (with
+the schema), tool exceptions, timeouts and hook errors. Results come back in call order whatever
+order they finished in, as valid UTF-8 text within the output limit (:mod:`foldlog.tools.output`).
+
+A timeout cannot stop a thread, and a coroutine may ignore cancellation: a tool that hangs gets
+its error result after the timeout (plus ``CANCEL_GRACE`` for a coroutine to clean up) and is
+abandoned. Sync tools run on their own daemon threads, not the loop's default executor, so an
+abandoned one neither uses up the executor's few workers nor keeps ``asyncio.run`` (and so
+``Agent.run_sync``) from returning.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from foldlog.hooks import (
@@ -26,6 +36,7 @@ from foldlog.hooks import (
     ToolOutcome,
     run_waterfall,
 )
+from foldlog.tools.output import HeadTail, cap_output, cap_text, clean_text, utf8_len
 
 if TYPE_CHECKING:
     from foldlog.agent import Agent
@@ -40,18 +51,11 @@ LOOP_GUARD_LINE = (
 )
 
 
-def cap_output(text: str, limit: int) -> str:
-    """Keep the first and last ``limit // 2`` UTF-8 bytes (cut on character boundaries) with a marker."""
-    if len(text) * 4 <= limit:  # fast path: cannot exceed the limit even if every char took 4 bytes
-        return text
-    data = text.encode("utf-8")
-    if len(data) <= limit:
-        return text
-    half = limit // 2
-    head = data[:half].decode("utf-8", errors="ignore")
-    tail = data[len(data) - half :].decode("utf-8", errors="ignore")
-    dropped = len(data) - len(head.encode("utf-8")) - len(tail.encode("utf-8"))
-    return f"{head}\n\n[… {dropped} bytes of tool output omitted …]\n\n{tail}"
+_log = logging.getLogger("foldlog.tools")
+
+CANCEL_GRACE = 2.0
+"""Seconds a timed-out or cancelled async tool gets to finish its cleanup before it is abandoned
+(longer than the bash tool's SIGTERM → SIGKILL grace, so its process group is always killed)."""
 
 
 def to_text(value: Any) -> str:
@@ -59,12 +63,85 @@ def to_text(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return value
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", errors="replace")
     try:
         return json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         return str(value)
+
+
+def to_outcome(value: Any, limit: int) -> ToolOutcome:
+    """A tool's return value as a result; bytes are capped before they are decoded (never whole)."""
+    if isinstance(value, ToolOutcome):
+        return value
+    if isinstance(value, bytes | bytearray | memoryview):
+        kept = HeadTail(limit)
+        kept.feed(value)
+        text, omitted, replaced = kept.render()
+        meta = {"omittedBytes": omitted} if omitted else {}
+        if replaced:
+            meta["utf8Replaced"] = replaced
+        return ToolOutcome(text, meta=meta)
+    return ToolOutcome(to_text(value))
+
+
+def bounded(outcome: ToolOutcome, limit: int) -> tuple[str, dict[str, Any]]:
+    """The outcome's content as it may be logged (no lone surrogates, within ``limit``) and its meta."""
+    meta = dict(outcome.meta)
+    # capped first: only what is kept gets scanned for lone surrogates
+    content, omitted = cap_text(outcome.content, limit)
+    if omitted:
+        meta["omittedBytes"] = meta.get("omittedBytes", 0) + omitted
+    content, replaced = clean_text(content)
+    if replaced:
+        meta["utf8Replaced"] = meta.get("utf8Replaced", 0) + replaced
+    return content, meta
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    # an abandoned tool's late failure has no one to report to; reading it keeps asyncio quiet
+    if not task.cancelled():
+        task.exception()
+
+
+async def _settle(task: asyncio.Future[Any], name: str) -> None:
+    """Cancel a tool's task and give it ``CANCEL_GRACE`` seconds to finish; abandon it after that."""
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=CANCEL_GRACE)
+    if not done:
+        _log.warning("tool %s ignored cancellation for %.1f s; abandoned", name, CANCEL_GRACE)
+    task.add_done_callback(_retrieve)
+
+
+def _in_thread(fn: Callable[..., Any], kwargs: Mapping[str, Any], name: str) -> asyncio.Future[Any]:
+    """Run a sync tool on a daemon thread of its own; the future resolves on the calling loop."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    ctx = contextvars.copy_context()
+
+    def resolve(value: Any, error: BaseException | None) -> None:
+        if future.done():  # timed out or cancelled meanwhile
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def work() -> None:
+        value: Any = None
+        error: BaseException | None = None
+        try:
+            value = ctx.run(fn, **kwargs)
+        except BaseException as e:  # handed to the awaiting task, which reports it
+            error = e
+        try:
+            loop.call_soon_threadsafe(resolve, value, error)
+        except RuntimeError:
+            pass  # the loop is closed: the run ended while this tool was still blocked
+
+    threading.Thread(target=work, name=f"foldlog-tool-{name}", daemon=True).start()
+    return future
 
 
 @dataclass(slots=True)
@@ -72,6 +149,7 @@ class CallResult:
     call: ToolCall
     content: str
     is_error: bool
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 class ToolRunner:
@@ -83,6 +161,7 @@ class ToolRunner:
         self.hooks = hooks
         self._guard_key: tuple[Any, ...] | None = None
         self._guard_runs = 0
+        self._argument_limit: int | None = None
         # state of the batch in progress, read by the agent when the batch is cancelled
         self.started: set[int] = set()
         self.done: dict[int, CallResult] = {}
@@ -96,7 +175,9 @@ class ToolRunner:
         timeout: float | None,
         turn: int = 0,
         step: int = 0,
+        argument_limit: int | None = None,
     ) -> list[CallResult]:
+        self._argument_limit = argument_limit
         self.started = set()
         self.done = {}
         sem = asyncio.Semaphore(max_parallel)
@@ -142,69 +223,91 @@ class ToolRunner:
     async def _run_one(
         self, call: ToolCall, limit: int, timeout: float | None, turn: int, step: int
     ) -> CallResult:
-        content, is_error = await self._execute(call, timeout, turn, step)
-        return CallResult(call, cap_output(content, limit), is_error)
+        outcome = await self._execute(call, limit, timeout, turn, step)
+        content, meta = bounded(outcome, limit)
+        return CallResult(call, content, outcome.is_error, meta)
 
-    async def _execute(self, call: ToolCall, timeout: float | None, turn: int, step: int) -> tuple[str, bool]:
+    async def _execute(
+        self, call: ToolCall, limit: int, timeout: float | None, turn: int, step: int
+    ) -> ToolOutcome:
         t = self.registry.get(call.name)
         if t is None:
             known = ", ".join(self.registry.names) or "none"
-            return f'error: unknown tool "{call.name}" (available tools: {known})', True
+            return ToolOutcome(f'error: unknown tool "{call.name}" (available tools: {known})', True)
+        max_args = self._argument_limit
+        if max_args is not None and len(call.arguments) > max_args // 4:  # cheap test first
+            size = utf8_len(call.arguments)
+            if size > max_args:
+                return ToolOutcome(
+                    f"error: the arguments for {t.name} are {size} bytes, over the limit of {max_args} "
+                    "bytes; the call was not run. Pass large content in several smaller calls.",
+                    True,
+                )
         raw = call.arguments.strip()
         try:
             args = json.loads(raw) if raw else {}
         except json.JSONDecodeError as e:
-            return (
+            return ToolOutcome(
                 f"error: invalid JSON arguments for {t.name}: {e.msg} at position {e.pos}. "
-                f"Arguments must be a JSON object matching this schema: {t.schema_text()}"
-            ), True
+                f"Arguments must be a JSON object matching this schema: {t.schema_text()}",
+                True,
+            )
         problems = t.check(args)
         if problems:
-            return (
+            return ToolOutcome(
                 f"error: invalid arguments for {t.name}: {'; '.join(problems)}. "
-                f"Expected schema: {t.schema_text()}"
-            ), True
+                f"Expected schema: {t.schema_text()}",
+                True,
+            )
         ctx = ToolContext(self.agent, call, args, turn, step)
         hooks = self.hooks
         try:
             if hooks is not None and hooks.tool_pre_execute_hooks:
                 refusal = await self._pre_execute(ctx, hooks)
                 if refusal is not None:
-                    return refusal, True
+                    return ToolOutcome(refusal, True)
             if hooks is not None and hooks.tool_execute_hooks:
                 outcome = await run_waterfall(
-                    hooks.tool_execute_hooks, ctx, lambda: self._invoke(t, ctx, timeout), "tool_execute"
+                    hooks.tool_execute_hooks,
+                    ctx,
+                    lambda: self._invoke(t, ctx, timeout, limit),
+                    "tool_execute",
                 )
                 if not isinstance(outcome, ToolOutcome):
-                    outcome = ToolOutcome(to_text(outcome))
+                    outcome = to_outcome(outcome, limit)
             else:
-                outcome = await self._invoke(t, ctx, timeout)
+                outcome = await self._invoke(t, ctx, timeout, limit)
             if hooks is not None and hooks.tool_post_execute_hooks:
                 outcome = await self._post_execute(call, outcome, hooks)
         except Exception as e:  # a tool-hook error becomes this tool's error result
-            return f"error: tool hook failed for {t.name}: {type(e).__name__}: {e}", True
-        return outcome.content, outcome.is_error
+            return ToolOutcome(f"error: tool hook failed for {t.name}: {type(e).__name__}: {e}", True)
+        return outcome
 
-    async def _invoke(self, t: Tool, ctx: ToolContext, timeout: float | None) -> ToolOutcome:
+    async def _invoke(
+        self, t: Tool, ctx: ToolContext, timeout: float | None, output_limit: int
+    ) -> ToolOutcome:
         limit = t.timeout if t.timeout is not None else timeout
         try:
             kwargs = t.bind(ctx.arguments, ctx)
-            if t.is_async:
-                coro = t.fn(**kwargs)
+            work = t.fn(**kwargs) if t.is_async else _in_thread(t.fn, kwargs, t.name)
+            if limit is None:  # nothing to bound: no task to watch (a cancellation goes straight in)
+                value = await work
             else:
-                coro = asyncio.to_thread(t.fn, **kwargs)
-            value = await (asyncio.wait_for(coro, limit) if limit is not None else coro)
+                task = asyncio.ensure_future(work)
+                try:
+                    done, _ = await asyncio.wait({task}, timeout=limit)
+                except asyncio.CancelledError:
+                    await _settle(task, t.name)
+                    raise
+                if not done:
+                    await _settle(task, t.name)
+                    return ToolOutcome(f"error: {t.name} timed out after {limit:g}s", True)
+                value = task.result()
             if inspect.isawaitable(value):  # a sync wrapper that returned a coroutine
                 value = await value
-        except TimeoutError as e:
-            if limit is None or str(e):  # the tool's own timeout, with its own message
-                return ToolOutcome(f"error: {type(e).__name__}: {e}", True)
-            return ToolOutcome(f"error: {t.name} timed out after {limit:g}s", True)
-        except Exception as e:
+        except Exception as e:  # the tool's own TimeoutError keeps its own message
             return ToolOutcome(f"error: {type(e).__name__}: {e}", True)
-        if isinstance(value, ToolOutcome):
-            return value
-        return ToolOutcome(to_text(value))
+        return to_outcome(value, output_limit)
 
     async def _pre_execute(self, ctx: ToolContext, hooks: Hooks) -> str | None:
         for fn in hooks.tool_pre_execute_hooks:
@@ -246,3 +349,6 @@ class ToolRunner:
                     f"tool_post_execute must return accept()/replace()/block() or None, got {decision!r}"
                 )
         return outcome
+
+
+__all__ = ["CallResult", "ToolRunner", "bounded", "cap_output", "to_outcome", "to_text"]
