@@ -187,3 +187,38 @@ def test_a_power_cut_at_every_byte_of_the_last_batch_keeps_every_earlier_batch(t
         assert again.torn_tail is None
         got = [str(m["content"]) for m in again.derive_messages()]
         assert got[: len(earlier)] == earlier and got[-1] == "next"
+
+
+def test_a_disk_filling_up_mid_turn_ends_the_turn_and_loses_nothing(small_disk: Path) -> None:
+    from foldlog.agent import Agent
+    from foldlog.providers.scripted import Scripted
+
+    filler: list[Path] = []
+
+    def fill_disk() -> str:
+        """Fill the disk (the tool's result then no longer fits)."""
+        filler.append(_fill(small_disk, 0))
+        return "filled " + "z" * 10_000
+
+    provider = Scripted(
+        [
+            {"content": "", "tool_calls": [{"id": "c1", "name": "fill_disk", "arguments": "{}"}]},
+            {"content": "done"},
+        ]
+    )
+    p = small_disk / "turn.jsonl"
+    session = Session.open(p, system="sys")
+    agent = Agent(provider, [fill_disk], session)
+    with pytest.raises(StorageError, match="No space left on device"):
+        agent.run_sync("fill it")
+    # the file holds the turn up to its last stored batch: still open (loading would close it)
+    assert Session.load(p).repair_report["turn_closed"]
+    filler[0].unlink()
+    session.close()  # space is back: the pending events, the turn's end included, are written
+    loaded = Session.load(p)
+    assert not loaded.normalized_dirty and loaded.open_turn is None
+    end = loaded.events[-1]
+    assert end["type"] == "turn/end" and end["data"]["reason"]["kind"] == "error"
+    assert "StorageError" in end["data"]["reason"]["message"]
+    result = next(m for m in loaded.derive_messages() if m["role"] == "tool")
+    assert str(result["content"]).startswith("filled zzz")
