@@ -436,8 +436,10 @@ def write_archive(
     directory: Path, session_id: str, number: int, messages: Sequence[Mapping[str, Any]]
 ) -> str:
     """Write the folded messages as JSONL to ``<dir>/<UTC yyyymmdd-HHMMSS.mmm>-<session>-<n>.jsonl``,
-    created 0600, never overwriting an existing file. Returns the path."""
-    directory.mkdir(parents=True, exist_ok=True)
+    created 0600 (its folder 0700 when made here), never overwriting an existing file. Returns the path."""
+    from foldlog.stores.file import private_folder
+
+    private_folder(directory)
     now = time.time()
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}"
     base = f"{stamp}-{session_id}-{number}"

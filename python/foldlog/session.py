@@ -220,10 +220,11 @@ class Session:
         if store is None:
             assert path is not None
             writer = FileStoreWriter(path, head, durable=durability != "none")
+        elif isinstance(store, FileStore):
+            writer = store.open_writer(sid, head, durable=durability != "none")
+            path = store.path_for(sid)
         else:
             writer = store.open_writer(sid, head)
-            if isinstance(store, FileStore):
-                path = store.path_for(sid)
         try:
             data = writer.read_log()
             core, info = _core.Log.parse(data, str(path or sid))

@@ -75,6 +75,7 @@ def open_session(cfg: Config, ref: str | None, continue_latest: bool, workspace:
     """The session to work in: ``--session`` (path or id), ``--continue`` (latest) or a new one."""
     from foldlog.cli.store import latest, resolve, safe_id
     from foldlog.session import Session
+    from foldlog.stores.file import private_folder
 
     folder = cfg.sessions_dir
     system = SYSTEM_PROMPT.format(workspace=workspace)
@@ -90,11 +91,11 @@ def open_session(cfg: Config, ref: str | None, continue_latest: bool, workspace:
             return Session.open(resolve(ref, folder))
         except FileNotFoundError:
             if os.sep in ref or ref.endswith(".jsonl"):  # a path that does not exist yet: create it
-                Path(ref).parent.mkdir(parents=True, exist_ok=True)
+                private_folder(Path(ref).parent)
                 return Session.open(Path(ref), system=system)
-            folder.mkdir(parents=True, exist_ok=True)
+            private_folder(folder)
             return Session.open(folder, safe_id(ref), system=system)
-    folder.mkdir(parents=True, exist_ok=True)
+    private_folder(folder)
     return Session.open(folder, system=system)
 
 

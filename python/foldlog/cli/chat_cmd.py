@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -62,7 +63,11 @@ class _Reader:
         if not sys.stdin.isatty():
             return
         if history is not None:
-            history.parent.mkdir(parents=True, exist_ok=True)
+            from foldlog.stores.file import private_folder
+
+            # prompts are as private as the sessions: the history file is 0600 in a 0700 folder
+            private_folder(history.parent)
+            os.close(os.open(history, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
         try:
             from prompt_toolkit import PromptSession  # type: ignore[import-not-found,unused-ignore]
             from prompt_toolkit.history import (  # type: ignore[import-not-found,unused-ignore]

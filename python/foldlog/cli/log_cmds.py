@@ -148,6 +148,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from foldlog.interchange import convert
     from foldlog.interchange.writer import write_conversation
     from foldlog.session import Session
+    from foldlog.stores.file import private_folder
 
     cfg = config_from_args(args)
     src = Path(args.src)
@@ -183,7 +184,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     written = []
     for conv, target in zip(conversations, targets, strict=True):
-        target.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(target.parent)
         session = Session(id=safe_id(conv.id or target.stem), meta={"imported": conv.meta})
         write_conversation(conv, session)
         if target.exists():

@@ -31,6 +31,24 @@ def check_session_id(session_id: str) -> str:
     return session_id
 
 
+def private_folder(path: Path) -> None:
+    """Create ``path`` and any missing parents as 0700 folders (session logs and archives hold
+    conversations). Folders that exist already keep their mode: they belong to the user."""
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    for p in reversed(missing):
+        try:
+            p.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        except OSError as e:
+            err = StorageError(f"cannot create the folder {p}: {e.strerror or e}")
+            err.errno = e.errno
+            raise err from e
+        # the umask only takes bits away: give the owner back any it took (a umask of 0o277
+        # would leave a folder even its owner cannot write)
+        os.chmod(p, 0o700)
+
+
 def _last_seq(data: bytes) -> int:
     """Seq of the last complete event line (-1 when there is none)."""
     end = len(data)
@@ -118,8 +136,7 @@ class FileStore:
             raise StorageError(f"no session {session_id!r} in {self.root}") from None
 
     def open_writer(self, session_id: str, header_line: bytes, *, durable: bool = True) -> FileStoreWriter:
-        if not self.root.exists():
-            self.root.mkdir(parents=True, mode=0o700, exist_ok=True)
+        private_folder(self.root)
         return FileStoreWriter(self.path_for(session_id), header_line, durable=durable)
 
     def list_sessions(self) -> list[SessionInfo]:

@@ -9,8 +9,8 @@ pub enum Error {
     UnsupportedFormat { line: usize, message: String },
     /// An event or message that cannot be recorded, or a log that breaks a rule.
     InvalidEvent { message: String },
-    /// I/O of a store.
-    Storage { message: String },
+    /// I/O of a store. `errno` is the OS error behind it, when there is one (ENOSPC, EROFS, …).
+    Storage { message: String, errno: Option<i32> },
     /// Another writer holds the session.
     Locked { holder: String, message: String },
 }
@@ -26,6 +26,15 @@ impl Error {
     pub fn storage(message: impl Into<String>) -> Self {
         Error::Storage {
             message: message.into(),
+            errno: None,
+        }
+    }
+    /// A storage error caused by an OS error: keeps its errno so callers can tell a full disk
+    /// from a read-only one.
+    pub fn storage_io(message: impl Into<String>, cause: &std::io::Error) -> Self {
+        Error::Storage {
+            message: message.into(),
+            errno: cause.raw_os_error(),
         }
     }
     /// The same error, now naming the (1-based) line it was found on.
@@ -46,7 +55,7 @@ impl fmt::Display for Error {
                 write!(f, "newer format at line {line}: {message}")
             }
             Error::InvalidEvent { message } => write!(f, "{message}"),
-            Error::Storage { message } => write!(f, "{message}"),
+            Error::Storage { message, .. } => write!(f, "{message}"),
             Error::Locked { message, .. } => write!(f, "{message}"),
         }
     }

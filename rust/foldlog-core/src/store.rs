@@ -1,9 +1,11 @@
 //! The JSONL file store's writer: one file per session, one writer per session (an exclusive
 //! lock on `<session>.lock` naming its holder), appends batched and fsynced, and a check before
-//! every batch that the file is still what this writer last left.
-use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+//! every batch that the file is still what this writer last left. A batch that cannot be
+//! written whole (a full disk, a failing fsync) is cut back off: the file only ever holds
+//! complete batches.
+use std::fs::{DirBuilder, File, OpenOptions, TryLockError};
+use std::io::{self, ErrorKind, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -26,10 +28,95 @@ pub struct FileWriter {
     len: u64,
     ino: u64,
     durability: Durability,
+    /// A failed batch could not be cut back off: cut again before anything else is written.
+    needs_cut: bool,
 }
 
-fn io_err(what: &str, path: &Path, e: std::io::Error) -> Error {
-    Error::storage(format!("{what} {}: {e}", path.display()))
+fn io_err(what: &str, path: &Path, e: io::Error) -> Error {
+    Error::storage_io(format!("{what} {}: {e}", path.display()), &e)
+}
+
+/// Creating a file failed: when the folder refuses writes, say so, naming the folder.
+fn create_err(what: &str, path: &Path, e: io::Error) -> Error {
+    let refused = matches!(
+        e.kind(),
+        ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem
+    );
+    match path
+        .parent()
+        .filter(|d| refused && !d.as_os_str().is_empty())
+    {
+        Some(dir) => Error::storage_io(
+            format!(
+                "folder {} is not writable: {what} {}: {e}",
+                dir.display(),
+                path.display()
+            ),
+            &e,
+        ),
+        None => io_err(what, path, e),
+    }
+}
+
+/// What writing a batch needs of a file. `File` in production; tests put a file that fails
+/// (a full disk, a failing fsync) in its place.
+pub trait BatchFile: Write + Seek {
+    fn set_len(&mut self, len: u64) -> io::Result<()>;
+    fn sync_data(&mut self) -> io::Result<()>;
+}
+
+impl BatchFile for File {
+    fn set_len(&mut self, len: u64) -> io::Result<()> {
+        File::set_len(self, len)
+    }
+    fn sync_data(&mut self) -> io::Result<()> {
+        File::sync_data(self)
+    }
+}
+
+/// Why a batch was not stored.
+#[derive(Debug)]
+pub struct BatchFailure {
+    /// `"write"` or `"fsync"`.
+    pub stage: &'static str,
+    pub error: io::Error,
+    /// Cutting the file back to where the batch started failed too: part of it may remain.
+    pub cut_error: Option<io::Error>,
+}
+
+/// Write one batch at `at` (the end of the last complete batch) and, when `durable`, fsync it.
+/// On failure the file is cut back to `at`, so it never keeps part of a batch or a torn line;
+/// the caller keeps the batch and may write it again.
+pub fn write_batch<F: BatchFile>(
+    file: &mut F,
+    at: u64,
+    bytes: &[u8],
+    durable: bool,
+) -> std::result::Result<(), BatchFailure> {
+    let written = file
+        .seek(SeekFrom::Start(at))
+        .and_then(|_| file.write_all(bytes))
+        .map_err(|e| ("write", e));
+    let synced = written.and_then(|()| {
+        if durable {
+            file.sync_data().map_err(|e| ("fsync", e))
+        } else {
+            Ok(())
+        }
+    });
+    let Err((stage, error)) = synced else {
+        return Ok(());
+    };
+    let cut_error = file.set_len(at).err();
+    if cut_error.is_none() && durable {
+        // best effort: the cut is in the page cache either way, and a failing disk may refuse
+        let _ = file.sync_data();
+    }
+    Err(BatchFailure {
+        stage,
+        error,
+        cut_error,
+    })
 }
 
 /// `pid@host` of this process.
@@ -55,8 +142,12 @@ impl FileWriter {
     ) -> Result<(FileWriter, Vec<u8>)> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             if !dir.exists() {
-                std::fs::create_dir_all(dir).map_err(|e| io_err("cannot create folder", dir, e))?;
-                let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+                // every folder made here is private (0700), not only the last one
+                DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(dir)
+                    .map_err(|e| create_err("cannot create folder", dir, e))?;
             }
         }
         let lpath = lock_path(path);
@@ -67,7 +158,7 @@ impl FileWriter {
             .truncate(false)
             .mode(0o600)
             .open(&lpath)
-            .map_err(|e| io_err("cannot open lock file", &lpath, e))?;
+            .map_err(|e| create_err("cannot open lock file", &lpath, e))?;
         match lock.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
@@ -97,7 +188,7 @@ impl FileWriter {
             .truncate(false)
             .mode(0o600)
             .open(path)
-            .map_err(|e| io_err("cannot open session file", path, e))?;
+            .map_err(|e| create_err("cannot open session file", path, e))?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)
             .map_err(|e| io_err("cannot read session file", path, e))?;
@@ -111,11 +202,16 @@ impl FileWriter {
             len: meta.len(),
             ino: meta.ino(),
             durability,
+            needs_cut: false,
         };
         if bytes.is_empty() {
             let mut line = header_line.as_bytes().to_vec();
             line.push(b'\n');
             w.append(&line)?;
+            if durability == Durability::Batch {
+                // the new file's name must survive a power cut too, not only its bytes
+                sync_folder_of(path)?;
+            }
             bytes = line;
         }
         Ok((w, bytes))
@@ -175,32 +271,69 @@ impl FileWriter {
     }
 
     /// Append one batch and make it durable. On failure the file is cut back to its last
-    /// complete batch, so a failed flush never leaves half a batch behind.
+    /// complete batch, so a failed flush never leaves part of a batch behind, and the same batch
+    /// can be appended again once the cause is gone (space freed).
     pub fn append(&mut self, bytes: &[u8]) -> Result<()> {
         if bytes.is_empty() {
             return Ok(());
         }
+        if self.needs_cut {
+            self.file
+                .set_len(self.len)
+                .map_err(|e| io_err("cannot cut a failed batch off", &self.path, e))?;
+            self.needs_cut = false;
+        }
         self.check()?;
-        let result = self
-            .file
-            .seek(SeekFrom::Start(self.len))
-            .and_then(|_| self.file.write_all(bytes))
-            .map_err(|e| io_err("cannot write", &self.path, e))
-            .and_then(|_| self.sync());
-        match result {
+        let durable = self.durability == Durability::Batch;
+        match write_batch(&mut self.file, self.len, bytes, durable) {
             Ok(()) => {
                 self.len += bytes.len() as u64;
                 Ok(())
             }
-            Err(e) => {
-                let _ = self.file.set_len(self.len);
-                Err(e)
-            }
+            Err(f) => Err(self.batch_error(bytes.len(), f)),
         }
+    }
+
+    fn batch_error(&mut self, size: usize, f: BatchFailure) -> Error {
+        let state = match &f.cut_error {
+            None => format!(
+                "nothing of it was stored (the file is back at its last complete batch, {} bytes)",
+                self.len
+            ),
+            Some(e) => {
+                self.needs_cut = true;
+                format!(
+                    "cutting it back to its last complete batch ({} bytes) failed too: {e}",
+                    self.len
+                )
+            }
+        };
+        Error::storage_io(
+            format!(
+                "cannot {} a batch of {size} bytes to session file {}: {}; {state}",
+                f.stage,
+                self.path.display(),
+                f.error
+            ),
+            &f.error,
+        )
     }
 }
 
+/// fsync the folder holding `path`, so a file created or renamed there keeps its name after a
+/// power cut.
+fn sync_folder_of(path: &Path) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io_err("cannot fsync folder", dir, e))
+}
+
 /// Write a whole new file (`Session.save`): to a temporary name, fsync, then rename into place.
+/// On failure the temporary file is removed and `path` is left as it was.
 pub fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = path.with_extension("jsonl.tmp");
     let mut f = OpenOptions::new()
@@ -209,10 +342,17 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
         .truncate(true)
         .mode(0o600)
         .open(&tmp)
-        .map_err(|e| io_err("cannot create", &tmp, e))?;
-    f.write_all(bytes)
-        .map_err(|e| io_err("cannot write", &tmp, e))?;
-    f.sync_all().map_err(|e| io_err("cannot fsync", &tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| io_err("cannot rename into", path, e))?;
-    Ok(())
+        .map_err(|e| create_err("cannot create", &tmp, e))?;
+    let done = f
+        .write_all(bytes)
+        .map_err(|e| io_err("cannot write", &tmp, e))
+        .and_then(|()| f.sync_all().map_err(|e| io_err("cannot fsync", &tmp, e)))
+        .and_then(|()| {
+            std::fs::rename(&tmp, path).map_err(|e| io_err("cannot rename into", path, e))
+        })
+        .and_then(|()| sync_folder_of(path));
+    if done.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    done
 }

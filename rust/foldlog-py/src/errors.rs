@@ -49,7 +49,14 @@ pub fn to_py(py: Python<'_>, err: Error, path: Option<&str>) -> PyErr {
             build(py, "UnsupportedFormatError", at(err.to_string()), &[])
         }
         Error::InvalidEvent { message } => build(py, "InvalidEventError", message, &[]),
-        Error::Storage { message } => build(py, "StorageError", message, &[]),
+        Error::Storage { message, errno } => {
+            let err = build(py, "StorageError", message, &[]);
+            if let Some(code) = errno {
+                // `except OSError as e: e.errno == errno.ENOSPC` works like for any OSError
+                let _ = err.value(py).setattr("errno", code);
+            }
+            err
+        }
         Error::Locked { holder, message } => build(
             py,
             "SessionLockedError",
