@@ -383,7 +383,7 @@ class Agent:
                 k: v for k, v in (("max_tokens", max_tokens), ("temperature", temperature)) if v is not None
             }
             self._log_header(model, tools, {**header_params, **params} if header_params else params)
-            self.session.flush()
+            await self._flush()
             style = _wire_style(self.provider)
             wire = self.session.wire_request(style) if style is not None else None
             request = Request(
@@ -637,7 +637,15 @@ class Agent:
         )
         for r in results:
             self._log_result(r.content, r.is_error, r.meta)
-        self.session.flush()
+        await self._flush()
+
+    async def _flush(self) -> None:
+        # An fsync takes milliseconds and would stall every other session on this event loop; the
+        # session's lock keeps a concurrent append or a later flush waiting for this one.
+        if self.session.flush_syncs:
+            await asyncio.to_thread(self.session.flush)
+        else:
+            self.session.flush()
 
     # --- compaction ------------------------------------------------------------------------
 

@@ -484,6 +484,11 @@ class Session:
     def writable(self) -> bool:
         return self._writer is not None
 
+    @property
+    def flush_syncs(self) -> bool:
+        """Whether `flush()` waits for the disk (an fsync): async callers run it off the event loop."""
+        return self._writer is not None and self._durability != "none"
+
     # --- token counts ------------------------------------------------------------------------
 
     def _tokenizer(self, model: str | None) -> Any:
