@@ -35,7 +35,9 @@ for t in "${TARGETS[@]}"; do
     (cd fuzz && cargo +nightly fuzz run -s none -O "$t" "$corpus" "$regressions" -- "${flags[@]}") \
       >"$log" 2>&1
   else
-    "$PY" "fuzz/python/$t.py" -max_len=4096 "${flags[@]}" "$corpus" "$regressions" >"$log" 2>&1
+    # the SSE check decodes each input three ways, byte by byte among them: short inputs
+    maxlen=4096; [ "$t" = sse ] && maxlen=1024
+    "$PY" "fuzz/python/$t.py" -max_len=$maxlen "${flags[@]}" "$corpus" "$regressions" >"$log" 2>&1
   fi
   rc=$?
   runs=$(grep -oE 'Done [0-9]+ runs' "$log" | tail -1 | grep -oE '[0-9]+')

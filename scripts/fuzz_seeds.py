@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from foldlog import Session
-from foldlog.interchange import convert, write_conversation
+from foldlog.interchange import convert
+from foldlog.interchange.writer import write_conversation
 
 SOURCES = [
     ("claude-code", "claude-code-spotter/short.jsonl"),

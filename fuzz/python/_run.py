@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 
 def fuzz(check: Callable[[bytes], None]) -> None:
-    import atheris  # only the fuzz run needs it (`pip install --group fuzz`)
+    import atheris  # type: ignore[import-untyped]  # only the fuzz run needs it (`pip install --group fuzz`)
 
     atheris.instrument_all()
     atheris.Setup(sys.argv, check)

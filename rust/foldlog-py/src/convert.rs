@@ -31,7 +31,7 @@ pub fn to_value(obj: &Bound<'_, PyAny>, path: &mut String) -> PyResult<Value> {
         return Ok(Value::Null);
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(Value::String(utf8(&s, "string", path)?.to_owned()));
+        return Ok(Value::String(utf8(s, "string", path)?.to_owned()));
     }
     if obj.is_instance_of::<PyBool>() {
         return Ok(Value::Bool(obj.extract::<bool>()?));
@@ -71,7 +71,7 @@ pub fn to_value(obj: &Bound<'_, PyAny>, path: &mut String) -> PyResult<Value> {
                     ),
                 ));
             };
-            let key = utf8(&key, "key", path)?.to_owned();
+            let key = utf8(key, "key", path)?.to_owned();
             path.push_str(&format!("[{key:?}]"));
             let val = to_value(&v, path)?;
             path.truncate(base);
