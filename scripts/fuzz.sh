@@ -30,6 +30,11 @@ for t in "${TARGETS[@]}"; do
   log="fuzz/artifacts/$t.log"
   # the saved regressions seed every run too, so a fixed bug's neighbourhood stays explored
   flags=(-max_total_time="$SECONDS_EACH" -artifact_prefix="$artifacts/" -print_final_stats=1)
+  # tokens of the log format / of JSON for the mutator to splice in
+  case $t in
+    reader | load_normalizer | session_load) flags+=(-dict="$PWD/fuzz/dicts/jsonl.dict") ;;
+    json_close) flags+=(-dict="$PWD/fuzz/dicts/json.dict") ;;
+  esac
   if [[ " ${RUST_TARGETS[*]} " == *" $t "* ]]; then
     # the core is safe Rust: panics are the findings, a sanitizer would only slow the runs
     (cd fuzz && cargo +nightly fuzz run -s none -O "$t" "$corpus" "$regressions" -- "${flags[@]}") \
