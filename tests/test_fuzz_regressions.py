@@ -42,3 +42,16 @@ def test_saved_input_passes_its_target(name: str, path: Path) -> None:
 @pytest.mark.parametrize("name", TARGETS)
 def test_every_target_has_saved_inputs(name: str) -> None:
     assert any(p.is_file() for p in (FUZZ / "regressions" / name).iterdir())
+
+
+def test_lone_surrogates_are_refused_as_invalid_events() -> None:
+    # what the session_add target found: a str with no UTF-8 form escaped as UnicodeEncodeError
+    from foldlog import Session
+    from foldlog.errors import InvalidEventError
+
+    s = Session(id="t")
+    with pytest.raises(InvalidEventError, match=r"lone surrogate"):
+        s.add({"role": "user", "content": "a\udcffb"})
+    with pytest.raises(InvalidEventError, match=r"key holds a lone surrogate"):
+        s.add({"role": "user", "content": "x", "\ud800": 1})
+    assert len(s.events) == 0
