@@ -11,7 +11,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 # the corpus and specs shared by every checkout sit beside the repository
 export FOLDLOG_SHARED ?= $(abspath ../shared)
 
-.PHONY: help install build build-release run test test-setup test-rust test-python lint format bench clean
+.PHONY: help install build build-release run test test-setup test-rust test-python lint format bench fuzz clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -64,6 +64,10 @@ format: $(STAMP) ## apply ruff format and cargo fmt
 
 bench: build-release ## release build, then the benchmark suite and report (docs/benchmarks.md)
 	bash scripts/bench.sh
+
+FUZZ_SECONDS ?= 60
+fuzz: build ## run every fuzz target for FUZZ_SECONDS each (nightly + cargo-fuzz, atheris); not in CI
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz.sh
 
 clean: ## remove build products and the venv
 	rm -rf target $(VENV) python/foldlog/_core*.so

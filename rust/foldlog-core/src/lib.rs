@@ -6,6 +6,9 @@
 pub mod body;
 pub mod error;
 pub mod event;
+/// The checks of the fuzz targets, shared with their regression test (not a public API).
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod json_close;
 pub mod log;
 pub mod plan;

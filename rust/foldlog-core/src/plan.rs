@@ -260,9 +260,23 @@ pub enum PlanError {
     UnknownKeepPolicy(String),
     ZeroRecentKeep,
     TooManyMessages(usize),
-    CallerOnNonTool { index: usize },
-    CallerNotBefore { index: usize, caller: usize },
-    CallerNotAssistant { index: usize, caller: usize },
+    CallerOnNonTool {
+        index: usize,
+    },
+    CallerNotBefore {
+        index: usize,
+        caller: usize,
+    },
+    CallerNotAssistant {
+        index: usize,
+        caller: usize,
+    },
+    /// A flag on a role it does not describe (e.g. a digest that is not a user message): the
+    /// prefix and partition rules assume each flag's role, and would split a call group.
+    FlagOnWrongRole {
+        index: usize,
+        flag: &'static str,
+    },
 }
 
 impl fmt::Display for PlanError {
@@ -290,6 +304,10 @@ impl fmt::Display for PlanError {
                 f,
                 "tool result {index} names caller {caller}, which is not an assistant message"
             ),
+            PlanError::FlagOnWrongRole { index, flag } => {
+                let role = if *flag == "digest" || *flag == "user-marked" { "user" } else { "tool" };
+                write!(f, "message {index} is flagged {flag}, which only a {role} message can be")
+            }
         }
     }
 }
@@ -304,6 +322,20 @@ fn validate(messages: &[PlanMessage], cfg: &PlanConfig) -> Result<(), PlanError>
         return Err(PlanError::TooManyMessages(messages.len()));
     }
     for (index, m) in messages.iter().enumerate() {
+        let misflagged = if m.role != Role::User && m.is_digest {
+            Some("digest")
+        } else if m.role != Role::User && m.is_user_marked_keep {
+            Some("user-marked")
+        } else if m.role != Role::Tool && m.is_error_result {
+            Some("error-result")
+        } else if m.role != Role::Tool && m.is_elided {
+            Some("elided")
+        } else {
+            None
+        };
+        if let Some(flag) = misflagged {
+            return Err(PlanError::FlagOnWrongRole { index, flag });
+        }
         if let Some(c) = m.caller {
             let caller = c as usize;
             if m.role != Role::Tool {

@@ -13,6 +13,17 @@ fn kind(obj: &Bound<'_, PyAny>) -> String {
         .unwrap_or_else(|_| "?".into())
 }
 
+/// The UTF-8 text of a str; a lone surrogate (e.g. from `surrogateescape`) has none and is
+/// refused as not JSON-safe rather than escaping as a `UnicodeEncodeError`.
+fn utf8<'a>(s: &'a Bound<'_, PyString>, what: &str, path: &str) -> PyResult<&'a str> {
+    s.to_str().map_err(|_| {
+        invalid(
+            s.py(),
+            format!("{path}: {what} holds a lone surrogate, which is not valid Unicode and not JSON-safe"),
+        )
+    })
+}
+
 /// Convert, naming the place of the first value that is not JSON-safe (e.g. `data["a"][2]`).
 pub fn to_value(obj: &Bound<'_, PyAny>, path: &mut String) -> PyResult<Value> {
     let py = obj.py();
@@ -20,7 +31,7 @@ pub fn to_value(obj: &Bound<'_, PyAny>, path: &mut String) -> PyResult<Value> {
         return Ok(Value::Null);
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(Value::String(s.to_str()?.to_owned()));
+        return Ok(Value::String(utf8(s, "string", path)?.to_owned()));
     }
     if obj.is_instance_of::<PyBool>() {
         return Ok(Value::Bool(obj.extract::<bool>()?));
@@ -60,7 +71,7 @@ pub fn to_value(obj: &Bound<'_, PyAny>, path: &mut String) -> PyResult<Value> {
                     ),
                 ));
             };
-            let key = key.to_str()?.to_owned();
+            let key = utf8(key, "key", path)?.to_owned();
             path.push_str(&format!("[{key:?}]"));
             let val = to_value(&v, path)?;
             path.truncate(base);

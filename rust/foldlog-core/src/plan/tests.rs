@@ -345,6 +345,41 @@ fn invalid_input_is_named() {
         ..cfg()
     };
     assert_eq!(plan(&[], &zero).unwrap_err(), PlanError::ZeroRecentKeep);
+    // a digest that is not a user message would pin or keep an assistant without its results
+    let bad = [
+        user(5),
+        PlanMessage {
+            is_digest: true,
+            ..asst(10)
+        },
+        tool(5, 1),
+    ];
+    let err = plan(&bad, &cfg()).unwrap_err();
+    assert_eq!(
+        err,
+        PlanError::FlagOnWrongRole {
+            index: 1,
+            flag: "digest"
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "message 1 is flagged digest, which only a user message can be"
+    );
+    let bad = [
+        user(5),
+        PlanMessage {
+            is_error_result: true,
+            ..user(10)
+        },
+    ];
+    assert_eq!(
+        plan(&bad, &cfg()).unwrap_err(),
+        PlanError::FlagOnWrongRole {
+            index: 1,
+            flag: "error-result"
+        }
+    );
     assert!(Role::parse("developer")
         .unwrap_err()
         .to_string()
