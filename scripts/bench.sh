@@ -13,7 +13,7 @@ rm -f "$OUT"/*.json
 
 # B1 first (it builds the cached 100 MB log), then the others; a module that fails is reported
 # and the run goes on, so the report still shows every row.
-modules=(bench_load bench_resume bench_tokens bench_plan bench_loop bench_import bench_concurrency bench_store)
+modules=(bench_load bench_resume bench_step bench_tokens bench_plan bench_loop bench_import bench_concurrency bench_store)
 failed=()
 for m in "${modules[@]}"; do
     f="benches/$m.py"
