@@ -6,7 +6,11 @@ Agents SDK, which does not). Both sides run in one process and one event loop, a
 
 - foldlog: one ``foldlog.Agent`` per session, file-backed (``Session.open`` on a ``.jsonl`` file,
   the default ``"batch"`` durability: one fsync per step), sharing one
-  ``foldlog.providers.OpenAICompatible`` client;
+  ``foldlog.providers.OpenAICompatible`` client whose transport allows as many connections as the
+  SDK's client does by default (1,000). With the provider's default pool (64 connections) the
+  other ~940 requests queue inside httpcore, whose queue scan is O(queued × connections) per
+  request: 50 sessions took 11 s a round and 1,000 did not finish a round in 10 minutes
+  (py-spy: 62 % of the time in ``AsyncConnectionPool._assign_requests_to_connections``);
 - OpenAI Agents SDK: ``Runner.run`` with a ``SQLiteSession`` per session (one database file,
   the SDK's own defaults) and ``OpenAIChatCompletionsModel`` on one ``AsyncOpenAI`` client.
 
@@ -46,6 +50,7 @@ PEER_SESSIONS = int(os.environ.get("FOLDLOG_B7_PEER_SESSIONS", "100"))
 STEPS = int(os.environ.get("FOLDLOG_B7_STEPS", "20"))
 ROUNDS = int(os.environ.get("FOLDLOG_B7_ROUNDS", "2"))
 GROUP = "B7 concurrent sessions"
+POOL = 1000  # connections: what the OpenAI SDK's client allows by default
 
 
 def rss_bytes() -> int:
@@ -130,9 +135,19 @@ def test_b7_foldlog(benchmark: Any, server: str) -> None:
         return "ok"
 
     async def all_sessions(folder: Path, held: list[Any]) -> list[str]:
-        # one pooled client for every session, on this round's event loop
+        import httpx
+
+        # one pooled client for every session, on this round's event loop, with room for every
+        # session's request (the SDK's AsyncOpenAI allows 1,000 connections by default)
+        limits = httpx.Limits(max_connections=POOL, max_keepalive_connections=POOL)
         provider = OpenAICompatible(
-            server, api_key="mock", model="mock", timeout=600.0, stall_timeout=600.0, max_retries=0
+            server,
+            api_key="mock",
+            model="mock",
+            timeout=600.0,
+            stall_timeout=600.0,
+            max_retries=0,
+            transport=httpx.AsyncHTTPTransport(limits=limits),
         )
 
         async def one(i: int) -> str:
@@ -156,7 +171,7 @@ def test_b7_foldlog(benchmark: Any, server: str) -> None:
                 kinds = agent.session.events.types()
                 assert kinds.count("assistant/message") == STEPS and kinds.count("tool/result") == STEPS - 1
 
-    label = "foldlog Agent + OpenAICompatible, file-backed sessions"
+    label = f"foldlog Agent + OpenAICompatible ({POOL:,}-connection pool), file-backed sessions"
     _measure(benchmark, label, SESSIONS, one_round, lambda agent: agent.session.close())
 
 
