@@ -417,16 +417,14 @@ BOUNDS = {
     "session. To close: derive once per step and reuse it, let `record_prompt_tokens` take the message "
     "count from the core without deriving, and hand the request the cached per-message wire JSON "
     "(the B2 work).",
-    "B7": "py-spy (100 Hz, 60 s attached to the foldlog side of this run, 1,000 sessions, 2026-11-29): 62 % "
-    "of the process's samples are in httpcore's `AsyncConnectionPool._assign_requests_to_connections`, "
-    "which on every request start and finish scans every queued request against every connection "
-    "(`Origin.__eq__`, `is_available`, `is_idle`): the provider's pool allows 64 connections, so ~936 "
-    "requests wait in the pool's queue and each step costs O(queued × connections) — quadratic in the "
-    "number of sessions. The agent loop and the log are small beside it (`FileStoreWriter.append_from`, "
-    "one fsync per step, 3.5 %). The SDK's `AsyncOpenAI` client allows 1,000 connections, so its pool "
-    "never queues. To close: bound the requests in flight in `OpenAICompatible` with a semaphore sized "
-    "to the pool (waiters then sleep on the semaphore, O(1) each, instead of in httpcore's queue), or "
-    "size the pool to the expected concurrency; then re-measure (the loop itself is ~1 ms a step, B5).",
+    "B7": "py-spy (50 Hz, 20 s attached to the foldlog side of this run: 1,000 sessions, 1,000-connection "
+    "pool, 2026-11-29): 80 % of the process is the agents' steps and the rest the event loop; 38 % is "
+    "httpx/httpcore sending each request (`AsyncClient.send`, anyio cancel scopes, the pool's bookkeeping), "
+    "10 % closing responses, 7 % `json.dumps` of the request body (`encode_body`), 7.5 % `Session.flush` "
+    "(the fsync per step in `FileStoreWriter.append_from`), 9.5 % running the tool. The mock server shares "
+    "the 2 cores. To close: a leaner HTTP path per request (one persistent HTTP/1.1 connection per session "
+    "without httpx's per-request machinery, or HTTP/2 multiplexing), the body from the core's cached "
+    "message JSON (B2) instead of `json.dumps`, and group commit of the sessions' fsyncs.",
     "B2": "the step itself (3 appends + incremental derive) is small; building the request body "
     "(`wire_json()`) serialises the whole history every step, O(size of the session). To close: cache each "
     "message's serialised JSON and send the body as a list of cached chunks.",
