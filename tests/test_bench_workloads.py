@@ -70,3 +70,63 @@ def test_baseline_refuses_a_seq_gap(recorded: Path, tmp_path: Path) -> None:
     broken.write_text("\n".join(lines[:5] + lines[6:]) + "\n")
     with pytest.raises(pyload.LoadError, match="continuity"):
         pyload.load(str(broken), json.loads, _dumps)
+
+
+# --- B1r: the resume-to-ready baseline and the warm log ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def hf_deepseek() -> object:
+    tokenizers = pytest.importorskip("tokenizers")
+    from foldlog.tokens import deepseek_tokenizer_path
+
+    return tokenizers.Tokenizer.from_file(str(deepseek_tokenizer_path()))
+
+
+def test_resume_baseline_gives_foldlogs_counts_plan_and_body(recorded: Path, hf_deepseek: object) -> None:
+    import orjson
+
+    import bench_resume
+    import resume_peer
+    from foldlog import Session, planning
+
+    counts, _, body = bench_resume.foldlog_resume(str(recorded))
+    # a tail small enough that this short log has something to fold
+    settings = {**bench_resume.SETTINGS, "tail_tokens": 2000}
+    _, plan = planning.plan(Session.load(recorded).derive_messages(), counts, **settings)
+    p_counts, p_plan, p_body = resume_peer.resume(str(recorded), hf_deepseek, 2000, bench_resume.KEEP)
+    assert counts == p_counts
+    assert plan.should_fold
+    assert (plan.head, plan.tail_start, plan.tokens_before, plan.fold_tokens) == (
+        p_plan.head,
+        p_plan.tail_start,
+        p_plan.tokens_before,
+        p_plan.fold_tokens,
+    )
+    assert orjson.loads(body) == orjson.loads(p_body)
+
+
+def test_resume_baseline_orders_results_as_their_calls() -> None:
+    import resume_peer
+
+    call = {"role": "assistant", "content": "", "tool_calls": [{"id": "a"}, {"id": "b"}]}
+    late, early = {"role": "tool", "tool_call_id": "b"}, {"role": "tool", "tool_call_id": "a"}
+    user = {"role": "user", "content": "x"}
+    assert resume_peer.wire([user, call, late, early, user]) == [user, call, early, late, user]
+
+
+def test_warm_log_keeps_every_count_and_resumes_to_the_same_answer(
+    recorded: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import bench_resume
+
+    monkeypatch.setenv("FOLDLOG_BENCH_CACHE", str(tmp_path))
+    cold = workloads.Workload("t", recorded, 0, recorded.stat().st_size, "test")
+    warm = workloads.with_token_counts(cold, bench_resume.MODEL)
+    assert warm.path != recorded and warm.path.parent == tmp_path
+    surface = {"user/message", "assistant/message", "tool/result", "system/message"}
+    lines = [json.loads(line) for line in warm.path.read_text().splitlines()[1:]]
+    on_surface = [e for e in lines if e["type"] in surface]
+    assert on_surface and all("deepseek-v4" in e.get("tokens", {}) for e in on_surface)
+    assert workloads.with_token_counts(cold, bench_resume.MODEL) == warm  # cached
+    assert bench_resume.foldlog_resume(str(warm.path))[0] == bench_resume.foldlog_resume(str(recorded))[0]
