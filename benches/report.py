@@ -348,9 +348,9 @@ def row_b7(bs: list[Bench]) -> Row:
                 "session is spread over fewer sessions"
             )
     row.notes.append(
-        "foldlog's side runs with a 1,000-connection pool, like the SDK client's default: with the "
-        "provider's default pool (64) the queued requests make httpcore's pool scheduling quadratic "
-        "(1,000 sessions did not finish a round in 10 minutes; see bench_concurrency.py)"
+        "foldlog's provider runs with its default pool of 1,000 connections, like the SDK client's "
+        "default: with the earlier default of 64 the queued requests made httpcore's pool scheduling "
+        "quadratic (1,000 sessions did not finish a round in 10 minutes; see bench_concurrency.py)"
     )
     row.notes.append(
         "memory per idle session: RSS (/proc/self/statm) after the last round with every finished "
