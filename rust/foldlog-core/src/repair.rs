@@ -84,6 +84,10 @@ fn plan_pass(log: &mut EventLog) -> (Vec<Fix>, bool) {
     let seqs: Vec<u64> = log.derived_seqs().to_vec();
     let mut pairing = Pairing::new(&msgs, 0);
     for (i, m) in msgs.iter().enumerate() {
+        // the calls the send normalizer answers: those of assistant messages
+        if m.get("role").and_then(Value::as_str) != Some("assistant") {
+            continue;
+        }
         let Some(Value::Array(calls)) = m.get("tool_calls") else {
             continue;
         };
