@@ -115,6 +115,39 @@ def test_orphan_results_are_kept(tmp_path: Path) -> None:
     assert [m["role"] for m in s.wire_messages()] == ["user"], "dropped only when sending"
 
 
+def test_a_foreign_id_result_leaves_its_call_dangling(tmp_path: Path) -> None:
+    # pairing as on send: a result pairs by id, only an id-less one by position
+    p = write_log(
+        tmp_path / "f.jsonl",
+        [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "", "tool_calls": [call("a", "ls", "{}")]},
+            {"role": "tool", "tool_call_id": "zzz", "name": "ls", "content": "out"},
+        ],
+    )
+    s = Session.load(p)
+    assert s.normalized_dirty and s.repair_report["results_added"] == 1
+    msgs = s.derive_messages()
+    assert [m.get("tool_call_id") for m in msgs[2:]] == ["zzz", "a"], "the orphan is kept"
+    assert msgs[3]["content"] == PLACEHOLDER
+    wire = s.wire_messages()
+    assert [m.get("tool_call_id") for m in wire[2:]] == ["a"], "the orphan is dropped on send"
+
+
+def test_an_id_less_result_still_answers_by_position(tmp_path: Path) -> None:
+    p = write_log(
+        tmp_path / "n.jsonl",
+        [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "", "tool_calls": [call("a", "ls", "{}")]},
+            {"role": "tool", "name": "ls", "content": "out"},
+        ],
+    )
+    s = Session.load(p)
+    assert not s.normalized_dirty
+    assert s.wire_messages()[2]["content"] == "out"
+
+
 def test_open_turn_after_a_crash_is_closed(seed_log: Path) -> None:
     lines = seed_log.read_text().splitlines()[:7]  # the crash came before the tool result
     seed_log.write_text("\n".join(lines) + "\n")

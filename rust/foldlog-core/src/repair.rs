@@ -1,8 +1,8 @@
 //! The load normalizer: find what would make a provider reject the history and repair it by
 //! appending events (never by rewriting history). A well-formed log takes a fast path.
 //!
-//! Rules (log-format.md): empty tool-call names filled from the result with the same id (ids all
-//! present and distinct) else by position; truncated arguments closed; dangling calls given a
+//! Rules (log-format.md): empty tool-call names filled from the call's result (paired as on send:
+//! by id, else an id-less result by position); truncated arguments closed; dangling calls given a
 //! placeholder result; orphan results kept; an open turn closed as `interrupted`.
 use std::collections::HashMap;
 
@@ -12,6 +12,7 @@ use crate::error::Result;
 use crate::event::SurfaceOp;
 use crate::json_close::close_json;
 use crate::log::EventLog;
+use crate::wire::{Paired, Pairing};
 
 pub const NO_RESULT: &str =
     "[no result: the previous turn was interrupted before this tool call completed]";
@@ -65,53 +66,40 @@ fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
 }
 
 /// What the load normalizer would do to this log (empty for a well-formed log).
+///
+/// Calls pair with results exactly as the send normalizer pairs them (`wire::Pairing`: by id,
+/// else an id-less result by position), so a repaired log needs no placeholder on send; a
+/// result with a foreign id is an orphan and leaves its neighbour call dangling.
 pub fn plan(log: &mut EventLog) -> Vec<Fix> {
+    plan_pass(log).0
+}
+
+/// The fixes, and whether a placeholder's id is also another call's: then, by the send rule (a
+/// call takes the first later result with its id before any result by position), an earlier
+/// call with that id may take the placeholder, leaving its own call dangling again (only with
+/// ids repeated across calls), so the repaired log must be planned again.
+fn plan_pass(log: &mut EventLog) -> (Vec<Fix>, bool) {
     let mut fixes = Vec::new();
     let msgs: Vec<_> = log.derive().to_vec();
     let seqs: Vec<u64> = log.derived_seqs().to_vec();
-    let is_assistant = |m: &Value| m.get("role").and_then(Value::as_str) == Some("assistant");
+    let mut pairing = Pairing::new(&msgs, 0);
     for (i, m) in msgs.iter().enumerate() {
+        // the calls the send normalizer answers: those of assistant messages
+        if m.get("role").and_then(Value::as_str) != Some("assistant") {
+            continue;
+        }
         let Some(Value::Array(calls)) = m.get("tool_calls") else {
             continue;
-        };
-        // the results that directly follow this call group
-        // a call's results stand between it and the next assistant message
-        let group_end = (i + 1..msgs.len())
-            .find(|&j| is_assistant(&msgs[j]))
-            .unwrap_or(msgs.len());
-        let following: Vec<usize> = (i + 1..msgs.len())
-            .take_while(|&j| msgs[j].get("role").and_then(Value::as_str) == Some("tool"))
-            .collect();
-        let ids: Vec<&str> = calls
-            .iter()
-            .map(|c| str_at(c, &["id"]).unwrap_or(""))
-            .collect();
-        let ids_ok = ids.iter().all(|s| !s.is_empty()) && {
-            let mut sorted = ids.clone();
-            sorted.sort_unstable();
-            sorted.windows(2).all(|w| w[0] != w[1])
-        };
-        let result_for = |k: usize| -> Option<usize> {
-            if ids_ok {
-                let by_id = (i + 1..group_end)
-                    .find(|&j| msgs[j].get("tool_call_id").and_then(Value::as_str) == Some(ids[k]));
-                if by_id.is_some() {
-                    return by_id;
-                }
-            }
-            // by position among the directly following results that carry no id of another call
-            following.get(k).copied().filter(|&j| {
-                match msgs[j].get("tool_call_id").and_then(Value::as_str) {
-                    None => true,
-                    Some(rid) => !ids_ok || rid == ids[k] || !ids.contains(&rid),
-                }
-            })
         };
         let mut names = Vec::new();
         let mut args = Vec::new();
         let mut missing = Vec::new();
-        for (k, c) in calls.iter().enumerate() {
-            let res = result_for(k);
+        let mut k = 0;
+        pairing.pair_calls(i, calls, |c, paired| {
+            let res = match paired {
+                Paired::ById(j) | Paired::ByPosition(j) => Some(j),
+                Paired::Missing => None,
+            };
             if str_at(c, &["function", "name"]).unwrap_or("").is_empty() {
                 if let Some(n) = res.and_then(|j| msgs[j].get("name").and_then(Value::as_str)) {
                     if !n.is_empty() {
@@ -125,7 +113,15 @@ pub fn plan(log: &mut EventLog) -> Vec<Fix> {
             if res.is_none() {
                 missing.push(k);
             }
+            k += 1;
+        });
+        if names.is_empty() && args.is_empty() && missing.is_empty() {
+            continue;
         }
+        let ids: Vec<&str> = calls
+            .iter()
+            .map(|c| str_at(c, &["id"]).unwrap_or(""))
+            .collect();
         if !names.is_empty() || !args.is_empty() {
             let seq = seqs[i];
             let mut data = log.event(seq).map(|e| e.data()).unwrap_or(Value::Null);
@@ -137,7 +133,11 @@ pub fn plan(log: &mut EventLog) -> Vec<Fix> {
                 arguments: args.len(),
             });
         }
-        let after = following.last().map_or(seqs[i], |&j| seqs[j]);
+        // placeholders go right after the results that directly follow the call group
+        let after = (i + 1..msgs.len())
+            .take_while(|&j| msgs[j].get("role").and_then(Value::as_str) == Some("tool"))
+            .last()
+            .map_or(seqs[i], |j| seqs[j]);
         for k in missing {
             let name = names
                 .iter()
@@ -162,7 +162,31 @@ pub fn plan(log: &mut EventLog) -> Vec<Fix> {
         }
         fixes.push(Fix::CloseTurn { turn: t.turn });
     }
-    fixes
+    let again = placeholder_id_repeats(&msgs, &fixes);
+    (fixes, again)
+}
+
+fn placeholder_id_repeats(msgs: &[crate::log::Message], fixes: &[Fix]) -> bool {
+    let mut wanted: HashMap<&str, usize> = fixes
+        .iter()
+        .filter_map(|f| match f {
+            Fix::MissingResult { call_id, .. } => Some((call_id.as_str(), 0)),
+            _ => None,
+        })
+        .collect();
+    if wanted.is_empty() {
+        return false;
+    }
+    for m in msgs {
+        if let Some(Value::Array(calls)) = m.get("tool_calls") {
+            for c in calls {
+                if let Some(n) = str_at(c, &["id"]).and_then(|id| wanted.get_mut(id)) {
+                    *n += 1;
+                }
+            }
+        }
+    }
+    wanted.values().any(|&n| n > 1)
 }
 
 /// Patch the k-th call (in projection order: `tool_calls` entries, then `tool_use` blocks).
@@ -319,10 +343,29 @@ pub fn apply(log: &mut EventLog, fixes: &[Fix], time: i64) -> Result<Report> {
 }
 
 /// Plan and apply in one go.
+///
+/// Usually one pass. With repeated call ids a placeholder can be taken by an earlier call (see
+/// `plan_pass`), so the log is planned again until nothing is left: each further pass answers
+/// at least one more call by id (a call takes the earliest free result with its id after it,
+/// which pairs as many calls by id as any assignment could, and each placeholder added after
+/// a dangling call adds one), so the passes end; the bound is a guard, not a limit reached.
 pub fn normalize_on_load(log: &mut EventLog, time: i64) -> Result<Report> {
-    let fixes = plan(log);
-    if fixes.is_empty() {
-        return Ok(Report::default());
+    let mut report = Report::default();
+    let guard = log.len() + 2;
+    for _ in 0..guard {
+        let (fixes, again) = plan_pass(log);
+        if fixes.is_empty() {
+            break;
+        }
+        let pass = apply(log, &fixes, time)?;
+        report.names_filled += pass.names_filled;
+        report.arguments_closed += pass.arguments_closed;
+        report.results_added += pass.results_added;
+        report.turn_closed |= pass.turn_closed;
+        report.events_added += pass.events_added;
+        if !again {
+            break;
+        }
     }
-    apply(log, &fixes, time)
+    Ok(report)
 }

@@ -1,6 +1,7 @@
 //! The send normalizer (strict): applied to derived messages only, never to the log.
 //!
-//! Pairs results to calls by id (else by position), gives each result its call's name, drops
+//! Pairs results to calls by id (else id-less results by position; `Pairing`, shared with the
+//! load repair), gives each result its call's name, drops
 //! orphan results and fills missing results with the placeholder, so that every assistant
 //! message with calls is followed by exactly one result per call, in call order.
 use std::collections::{HashMap, VecDeque};
@@ -59,17 +60,8 @@ pub struct SendPlan {
 pub fn plan_send_from(messages: &[Message], start: usize) -> SendPlan {
     let n = messages.len();
     let start = start.min(n);
-    let mut used = vec![false; n - start];
     let mut out: Vec<Sent> = Vec::with_capacity(n - start);
-    // results by call id, in order: one map instead of a scan per call keeps this linear
-    let mut by_id: HashMap<&str, VecDeque<usize>> = HashMap::new();
-    for (j, m) in messages.iter().enumerate().skip(start) {
-        if role(m) == "tool" {
-            if let Some(id) = m.get("tool_call_id").and_then(Value::as_str) {
-                by_id.entry(id).or_default().push_back(j);
-            }
-        }
-    }
+    let mut pairing = Pairing::new(messages, start);
     let (mut cut, mut stable_items) = (start, 0);
     // every call so far answered, and by results before `reach`
     let mut answered = true;
@@ -88,36 +80,27 @@ pub fn plan_send_from(messages: &[Message], start: usize) -> SendPlan {
                 let Some(Value::Array(calls)) = m.get("tool_calls") else {
                     continue;
                 };
-                // candidates: the results after this message up to the next assistant message
-                let end = (i + 1..n)
-                    .find(|&j| role(&messages[j]) == "assistant")
-                    .unwrap_or(n);
-                let mut by_position = (i + 1..end).filter(|&j| role(&messages[j]) == "tool");
-                for call in calls {
+                pairing.pair_calls(i, calls, |call, paired| {
                     let id = call.get("id").and_then(Value::as_str).unwrap_or("");
                     let name = call
                         .get("function")
                         .and_then(|f| f.get("name"))
                         .and_then(Value::as_str)
                         .unwrap_or("");
-                    let found = by_id
-                        .get_mut(id)
-                        .and_then(|q| {
-                            while q.front().is_some_and(|&j| j <= i || used[j - start]) {
-                                q.pop_front();
-                            }
-                            q.pop_front()
-                        })
-                        .or_else(|| {
-                            // a result with the call's id appended later would win over this
+                    let found = match paired {
+                        Paired::ById(j) => Some(j),
+                        // a result with the call's id appended later would win over these
+                        Paired::ByPosition(j) => {
                             answered = false;
-                            by_position.by_ref().find(|&j| {
-                                !used[j - start] && messages[j].get("tool_call_id").is_none()
-                            })
-                        });
+                            Some(j)
+                        }
+                        Paired::Missing => {
+                            answered = false;
+                            None
+                        }
+                    };
                     match found {
                         Some(j) => {
-                            used[j - start] = true;
                             reach = reach.max(j + 1);
                             let r = &messages[j];
                             let same = r.get("tool_call_id").and_then(Value::as_str) == Some(id)
@@ -131,14 +114,11 @@ pub fn plan_send_from(messages: &[Message], start: usize) -> SendPlan {
                                 out.push(Sent::New(Arc::new(fixed)));
                             }
                         }
-                        None => {
-                            // a later result could still answer it: nothing after here is final
-                            out.push(Sent::New(Arc::new(json!({
-                                "role": "tool", "tool_call_id": id, "name": name, "content": NO_RESULT
-                            }))))
-                        }
+                        None => out.push(Sent::New(Arc::new(json!({
+                            "role": "tool", "tool_call_id": id, "name": name, "content": NO_RESULT
+                        })))),
                     }
-                }
+                });
             }
             _ => out.push(Sent::Same(i)),
         }
@@ -152,4 +132,108 @@ pub fn plan_send_from(messages: &[Message], start: usize) -> SendPlan {
         cut,
         stable_items,
     }
+}
+
+/// The result a call pairs with (an index into the messages).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Paired {
+    /// The first result after the call, not taken by an earlier call, carrying the call's id.
+    ById(usize),
+    /// Else the next id-less result before the next assistant message.
+    ByPosition(usize),
+    /// Neither: the send normalizer fills the placeholder.
+    Missing,
+}
+
+/// The one rule pairing results with calls, shared by the send normalizer and the load repair
+/// (so that a repaired log needs no placeholder on send). A result with a foreign id never pairs
+/// by position: it is an orphan.
+pub struct Pairing<'a> {
+    messages: &'a [Message],
+    start: usize,
+    used: Vec<bool>,
+    // results by call id, in order: one map instead of a scan per call keeps this linear
+    by_id: HashMap<&'a str, VecDeque<usize>>,
+}
+
+impl<'a> Pairing<'a> {
+    /// Pairing over `messages[start..]` (`start`: see `plan_send_from`).
+    pub fn new(messages: &'a [Message], start: usize) -> Self {
+        let start = start.min(messages.len());
+        let mut by_id: HashMap<&str, VecDeque<usize>> = HashMap::new();
+        for (j, m) in messages.iter().enumerate().skip(start) {
+            if role(m) == "tool" {
+                if let Some(id) = m.get("tool_call_id").and_then(Value::as_str) {
+                    by_id.entry(id).or_default().push_back(j);
+                }
+            }
+        }
+        Pairing {
+            messages,
+            start,
+            used: vec![false; messages.len() - start],
+            by_id,
+        }
+    }
+
+    /// Pairs each of `calls` (the calls of assistant message `i`) in call order, telling `each`.
+    /// Call it for the assistant messages in order: earlier calls take results first.
+    pub fn pair_calls(&mut self, i: usize, calls: &[Value], mut each: impl FnMut(&Value, Paired)) {
+        let messages = self.messages;
+        let n = messages.len();
+        // candidates by position: the results after this message up to the next assistant message
+        let end = (i + 1..n)
+            .find(|&j| role(&messages[j]) == "assistant")
+            .unwrap_or(n);
+        let mut next = i + 1;
+        for call in calls {
+            let id = call.get("id").and_then(Value::as_str).unwrap_or("");
+            let used = &self.used;
+            let start = self.start;
+            let by_id = self.by_id.get_mut(id).and_then(|q| {
+                while q.front().is_some_and(|&j| j <= i || used[j - start]) {
+                    q.pop_front();
+                }
+                q.pop_front()
+            });
+            let paired = match by_id {
+                Some(j) => Paired::ById(j),
+                None => match (next..end).find(|&j| {
+                    role(&messages[j]) == "tool"
+                        && !used[j - start]
+                        && messages[j].get("tool_call_id").is_none()
+                }) {
+                    Some(j) => {
+                        next = j + 1;
+                        Paired::ByPosition(j)
+                    }
+                    None => {
+                        next = end;
+                        Paired::Missing
+                    }
+                },
+            };
+            if let Paired::ById(j) | Paired::ByPosition(j) = paired {
+                self.used[j - self.start] = true;
+            }
+            each(call, paired);
+        }
+    }
+}
+
+/// How many calls the send normalizer would answer with its placeholder (0 after a repair).
+pub fn unanswered_calls(messages: &[Message]) -> usize {
+    let mut pairing = Pairing::new(messages, 0);
+    let mut missing = 0;
+    for (i, m) in messages.iter().enumerate() {
+        if role(m) != "assistant" {
+            continue;
+        }
+        if let Some(Value::Array(calls)) = m.get("tool_calls") {
+            pairing.pair_calls(i, calls, |_, p| {
+                missing += usize::from(p == Paired::Missing)
+            });
+        }
+    }
+    missing
 }

@@ -428,6 +428,98 @@ fn orphan_results_are_kept_on_load_and_dropped_on_send() {
     assert_eq!(sent.len(), 3);
 }
 
+fn send_placeholders(log: &mut foldlog_core::EventLog) -> usize {
+    wire::unanswered_calls(log.derive())
+}
+
+/// The fuzzing finding (docs/fuzzing.md): a result with a foreign id does not answer the call
+/// before it; the repair pairs as the send normalizer does and adds the placeholder.
+#[test]
+fn foreign_id_result_leaves_its_call_dangling() {
+    let text = r#"{"type":"user/message","seq":0,"time":1,"data":{"role":"user","content":"hi"},"surfaceOp":"append"}
+{"type":"assistant/message","seq":1,"time":1,"data":{"turn":0,"step":0,"message":{"role":"assistant","content":"","tool_calls":[{"id":"a","type":"function","function":{"name":"ls","arguments":"{}"}}]}},"surfaceOp":"append"}
+{"type":"tool/result","seq":2,"time":1,"data":{"turn":0,"step":0,"message":{"role":"tool","toolCallId":"zzz","toolName":"ls","content":"out","isError":false}},"surfaceOp":"append"}
+"#;
+    let mut log = load(text);
+    assert_eq!(send_placeholders(&mut log), 1);
+    let report = repair::normalize_on_load(&mut log, 2).unwrap();
+    assert_eq!(report.results_added, 1);
+    assert!(report.dirty());
+    let msgs = log.derive().to_vec();
+    assert_eq!(
+        msgs.len(),
+        4,
+        "the orphan is kept and the placeholder added"
+    );
+    assert_eq!(msgs[2]["tool_call_id"], "zzz");
+    assert_eq!(msgs[3]["tool_call_id"], "a");
+    assert_eq!(msgs[3]["content"], repair::NO_RESULT);
+    assert_eq!(send_placeholders(&mut log), 0);
+    assert!(repair::plan(&mut log).is_empty());
+    let sent = wire::normalize_for_send(log.derive());
+    assert_eq!(sent.len(), 3, "the orphan is dropped on send");
+    assert_eq!(sent[2]["tool_call_id"], "a");
+}
+
+#[test]
+fn id_less_result_still_pairs_by_position() {
+    let mut log = with_calls(
+        json!([call("a", "", "{}"), call("b", "cat", "{}")]),
+        &[(None, "ls"), (Some("b"), "cat")],
+    );
+    let report = repair::normalize_on_load(&mut log, 2).unwrap();
+    assert_eq!(report.results_added, 0);
+    assert_eq!(
+        report.names_filled, 1,
+        "the name comes from the id-less result"
+    );
+    assert_eq!(log.derive()[1]["tool_calls"][0]["function"]["name"], "ls");
+    assert_eq!(send_placeholders(&mut log), 0);
+}
+
+#[test]
+fn foreign_id_result_after_an_answered_call_is_an_orphan() {
+    let mut log = with_calls(
+        json!([call("a", "ls", "{}"), call("b", "", "{}")]),
+        &[(Some("a"), "ls"), (Some("zzz"), "ghost")],
+    );
+    let report = repair::normalize_on_load(&mut log, 2).unwrap();
+    assert_eq!(
+        report.results_added, 1,
+        "b is dangling: zzz answers nothing"
+    );
+    assert_eq!(report.names_filled, 0, "no name from an orphan");
+    let msgs = log.derive().to_vec();
+    let ids: Vec<_> = msgs[2..]
+        .iter()
+        .map(|m| m["tool_call_id"].clone())
+        .collect();
+    assert_eq!(ids, [json!("a"), json!("zzz"), json!("b")]);
+    assert_eq!(msgs[4]["content"], repair::NO_RESULT);
+    assert_eq!(send_placeholders(&mut log), 0);
+    assert!(repair::plan(&mut log).is_empty());
+}
+
+/// Repeated ids across messages: the placeholder added for the second call is a later result
+/// with the first call's id, which the send rule prefers to the first call's id-less result;
+/// the repair plans again until every call is answered as the send normalizer pairs them.
+#[test]
+fn repair_reaches_a_fixed_point_when_an_earlier_call_takes_the_placeholder() {
+    let mut log = with_calls(json!([call("a", "ls", "{}")]), &[(None, "ls")]);
+    log.add_message(&json!({"role":"user","content":"again"}), 1)
+        .unwrap();
+    log.add_message(
+        &json!({"role":"assistant","content":"","tool_calls":[call("a", "ls", "{}")]}),
+        1,
+    )
+    .unwrap();
+    assert_eq!(send_placeholders(&mut log), 1);
+    let report = repair::normalize_on_load(&mut log, 2).unwrap();
+    assert_eq!(report.results_added, 2);
+    assert_eq!(send_placeholders(&mut log), 0);
+    assert!(repair::plan(&mut log).is_empty());
+}
+
 #[test]
 fn open_turn_after_a_crash_is_closed_as_interrupted() {
     let lines: Vec<&str> = SEED.lines().take(7).collect(); // through tool/call, before its result
