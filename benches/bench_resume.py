@@ -4,9 +4,11 @@ On the ≥100k-event log of B2 (`workloads.log_100k`, ~46 MB, recorded like B1's
 counts:
 
 - foldlog, warm: the log carries each event's count in its envelope (``"tokens"``, written when a
-  session with its model set flushes). ``Session.load`` → per-message counts the way the compactor
-  gets them (``planning.token_counts``: the session's cached counts where it offers them) → the
-  Rust planner → the request body (``wire_json()``);
+  session with its model set flushes). ``Session.load`` → ``Session.plan_history()``: the
+  planner's input built in the core from the derived messages and the counts kept in the log
+  (no message is turned into a Python object; the same facts as ``planning.build_history`` over
+  ``derive_messages()``, checked by tests/compaction/test_plan_history_core.py) → the Rust
+  planner → the request body (``wire_json()``);
 - foldlog, cold: the same on the log without counts (everything is tokenized);
 - peer (`resume_peer.py`): Python + orjson load and derive, Hugging Face ``tokenizers``
   ``encode_batch`` of every message rendered with DeepSeek's layout, the tail rule in Python,
@@ -25,7 +27,7 @@ from typing import Any
 import orjson
 import pytest
 
-from foldlog import Session, Tokenizer, planning
+from foldlog import Session
 from foldlog.tokens import deepseek_tokenizer_path
 from resume_peer import resume as peer_resume
 from workloads import Workload, with_token_counts
@@ -48,22 +50,16 @@ PEER_ROUNDS = 2
 
 
 def counts_source() -> str:
-    """Where ``planning.token_counts`` takes per-message counts from on this build."""
-    if callable(getattr(Session, "token_counts", None)):
-        return "the counts kept in the log (Session.token_counts)"
-    return (
-        "recounted per message: this build has no Session.token_counts, "
-        "so the planner cannot read the log's counts"
-    )
+    """Where the planner's per-message counts come from."""
+    return "the counts kept in the log, read by the core (Session.plan_history)"
 
 
 def foldlog_resume(path: str) -> tuple[list[int], Any, bytes]:
     s = Session.load(path)
-    s.model = MODEL
-    messages = s.derive_messages()
-    counts = planning.token_counts(s, messages, planning.MessageCounter(Tokenizer.for_model(MODEL)))
-    _, plan = planning.plan(messages, counts, **SETTINGS)
-    return counts, plan, s.wire_json()
+    history = s.plan_history(MODEL)
+    assert history is not None, f"{MODEL} has no exact tokenizer here"
+    plan = history.plan(**SETTINGS)
+    return history.tokens(), plan, s.wire_json()
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,7 @@ from foldlog._frozen import FrozenDict, freeze
 from foldlog.errors import InvalidEventError, StorageError
 
 if TYPE_CHECKING:
+    from foldlog._core import PlanHistory
     from foldlog.wire import WireMessages
 
 log = logging.getLogger("foldlog.session")
@@ -533,6 +534,18 @@ class Session:
             return None
         with self._lock:
             return self._core.surface_token_counts(tok._counter)
+
+    def plan_history(self, model: str | None = None) -> PlanHistory | None:
+        """The compaction planner's view of the derived messages with ``model``'s exact
+        per-message counts (those kept in the log are read, not recounted), built in the core
+        without converting a message to Python: what `foldlog.planning.build_history` computes
+        from `derive_messages()` and `token_counts()`. ``None`` when the model has no exact
+        tokenizer (plan on `planning.build_history` with an estimate then)."""
+        tok = self._tokenizer(model)
+        if not tok.exact:
+            return None
+        with self._lock:
+            return self._core.plan_history(tok._counter)
 
     def record_prompt_tokens(self, prompt_tokens: int) -> None:
         """Remember the provider's reported ``prompt_tokens`` for a request of the current surface

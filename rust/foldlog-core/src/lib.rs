@@ -12,6 +12,7 @@ pub mod fuzzing;
 pub mod json_close;
 pub mod log;
 pub mod plan;
+pub mod plan_input;
 pub mod project;
 pub mod reader;
 pub mod repair;

@@ -277,6 +277,11 @@ pub enum PlanError {
         index: usize,
         flag: &'static str,
     },
+    /// Token counts and messages of different lengths (`plan_input::plan_messages`).
+    CountsMismatch {
+        messages: usize,
+        counts: usize,
+    },
 }
 
 impl fmt::Display for PlanError {
@@ -290,6 +295,10 @@ impl fmt::Display for PlanError {
                 "unknown keep policy {p:?} (expected none, errors, user_marked or errors,user_marked)"
             ),
             PlanError::ZeroRecentKeep => f.write_str("min_recent_keep must be at least 1"),
+            PlanError::CountsMismatch { messages, counts } => write!(
+                f,
+                "{counts} token counts for {messages} messages: one count per message is needed"
+            ),
             PlanError::TooManyMessages(n) => {
                 write!(f, "{n} messages is more than the planner supports (u32 indices)")
             }

@@ -5,7 +5,7 @@ use std::sync::{Mutex, RwLock};
 use foldlog_core::event::{Event, Header, SurfaceOp};
 use foldlog_core::log::EventLog;
 use foldlog_core::store::{Durability, FileWriter as CoreWriter};
-use foldlog_core::{reader, repair, wire, writer};
+use foldlog_core::{plan_input, reader, repair, wire, writer};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use serde_json::Value;
@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::body::{style_of, WireSegments};
 use crate::convert::{to_py, value_of};
 use crate::errors::{detached, to_py as err_to_py};
+use crate::plan::{plan_error, PyPlanHistory};
 use crate::tokens::{to_py as tokens_to_py, PyTokenCounter};
 use foldlog_core::body::WireStyle;
 use foldlog_core::tokens::TokenizerChoice;
@@ -315,6 +316,27 @@ impl Log {
         self.with_write(py, |log| log.surface_token_counts(tok))?
             .map(Some)
             .map_err(|e| tokens_to_py(py, e))
+    }
+
+    /// The planner's view of the derived messages with `counter`'s exact per-message counts
+    /// (counts kept in the log are read, not recounted), built without Python messages;
+    /// `None` for a counter that only estimates (GIL released).
+    fn plan_history(
+        &self,
+        py: Python<'_>,
+        counter: &PyTokenCounter,
+    ) -> PyResult<Option<PyPlanHistory>> {
+        let TokenizerChoice::Exact(tok) = counter.inner else {
+            return Ok(None);
+        };
+        let built = self.with_write(py, |log| {
+            log.surface_token_counts(tok)
+                .map(|counts| plan_input::plan_messages(log.derive(), &counts))
+        })?;
+        let messages = built
+            .map_err(|e| tokens_to_py(py, e))?
+            .map_err(|e| plan_error(py, e))?;
+        Ok(Some(PyPlanHistory::from_messages(messages)))
     }
 
     /// The serialised messages of the next request in `style` ("keep", "strip" or

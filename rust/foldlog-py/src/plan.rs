@@ -20,7 +20,7 @@ fn compaction_error(py: Python<'_>, msg: String) -> PyErr {
     }
 }
 
-fn plan_error(py: Python<'_>, e: PlanError) -> PyErr {
+pub(crate) fn plan_error(py: Python<'_>, e: PlanError) -> PyErr {
     compaction_error(py, e.to_string())
 }
 
@@ -121,6 +121,12 @@ pub struct PyPlanHistory {
 }
 
 impl PyPlanHistory {
+    pub(crate) fn from_messages(messages: Vec<PlanMessage>) -> Self {
+        PyPlanHistory {
+            messages: Mutex::new(messages),
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<PlanMessage>> {
         // a panic while holding the lock cannot leave the Vec half-updated (pushes only)
         self.messages.lock().unwrap_or_else(|e| e.into_inner())
@@ -225,6 +231,40 @@ impl PyPlanHistory {
     /// The token counts, in order.
     fn tokens(&self) -> Vec<u32> {
         self.lock().iter().map(|m| m.tokens).collect()
+    }
+
+    /// The history as the columns `extend` takes: ``(roles, tokens, flags, callers, nbytes)``.
+    fn columns(&self) -> (String, Vec<u32>, Vec<u8>, Vec<i64>, Vec<u32>) {
+        let messages = self.lock();
+        let roles = messages
+            .iter()
+            .map(|m| match m.role {
+                Role::System => 's',
+                Role::User => 'u',
+                Role::Assistant => 'a',
+                Role::Tool => 't',
+            })
+            .collect();
+        let flags = messages
+            .iter()
+            .map(|m| {
+                u8::from(m.is_digest) * DIGEST
+                    | u8::from(m.is_user_marked_keep) * USER_MARKED
+                    | u8::from(m.is_error_result) * ERROR_RESULT
+                    | u8::from(m.is_elided) * ELIDED
+            })
+            .collect();
+        let callers = messages
+            .iter()
+            .map(|m| m.caller.map_or(-1, i64::from))
+            .collect();
+        (
+            roles,
+            messages.iter().map(|m| m.tokens).collect(),
+            flags,
+            callers,
+            messages.iter().map(|m| m.bytes).collect(),
+        )
     }
 
     /// Plans a compaction of the history (the GIL is released while planning).
