@@ -248,10 +248,15 @@ impl PyPlanHistory {
         let flags = messages
             .iter()
             .map(|m| {
-                u8::from(m.is_digest) * DIGEST
-                    | u8::from(m.is_user_marked_keep) * USER_MARKED
-                    | u8::from(m.is_error_result) * ERROR_RESULT
-                    | u8::from(m.is_elided) * ELIDED
+                [
+                    (m.is_digest, DIGEST),
+                    (m.is_user_marked_keep, USER_MARKED),
+                    (m.is_error_result, ERROR_RESULT),
+                    (m.is_elided, ELIDED),
+                ]
+                .iter()
+                .filter(|(set, _)| *set)
+                .fold(0, |acc, (_, bit)| acc | bit)
             })
             .collect();
         let callers = messages
