@@ -202,10 +202,18 @@ class Compactor:
             raise CompactionError(
                 f"the session derived {len(messages)} messages but {len(seqs)} surface seqs"
             )
+        settings = planning.plan_kwargs(self._plan_options(), force=force)
+        model = self._exact_model() if self._counter is None else None
+        core_history = getattr(self.session, "plan_history", None)
+        if model is not None and core_history is not None:
+            # exact counts: the core builds the planner's input from the messages it derived
+            # and the counts it keeps (same facts as planning.build_history, no Python pass)
+            history = core_history(model)
+            if history is not None and len(history) == len(messages):
+                tokens = history.tokens()
+                return history, history.plan(**settings), seqs, tokens, messages
         tokens = self._counts(messages)
-        history, plan = planning.plan(
-            messages, tokens, **planning.plan_kwargs(self._plan_options(), force=force)
-        )
+        history, plan = planning.plan(messages, tokens, **settings)
         return history, plan, seqs, tokens, messages
 
     def _plan_options(self) -> Any:

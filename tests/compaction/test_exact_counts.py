@@ -68,3 +68,31 @@ def test_without_usage_the_running_total_decides() -> None:
     assert summarizer.calls == 1
     assert s.events.types().count("compaction/end") == 1
     assert s.token_count(MODEL, TOOLS) < total
+
+
+def test_the_plan_is_built_in_the_core_and_equals_the_python_plan(monkeypatch: Any) -> None:
+    from foldlog import planning
+
+    s = history(12)
+    c, _ = compactor(s, 4_000, [])
+    python_build = planning.build_history
+
+    def no_python_pass(*args: Any) -> Any:
+        raise AssertionError("the planner's input was built in Python")
+
+    monkeypatch.setattr(planning, "build_history", no_python_pass)
+    history_used, plan, _, tokens, messages = c._plan(force=False)
+    monkeypatch.setattr(planning, "build_history", python_build)
+    # the history the core built holds the same facts as planning.build_history's
+    python = planning.build_history(messages, s.token_counts(MODEL) or [])
+    assert history_used.columns() == python.columns()
+    assert tokens == python.tokens()
+    settings = planning.plan_kwargs(c._plan_options(), force=False)
+    expected = python.plan(**settings)
+    assert (plan.head, plan.tail_start, plan.fold, plan.should_fold) == (
+        expected.head,
+        expected.tail_start,
+        expected.fold,
+        expected.should_fold,
+    )
+    assert plan.should_fold
