@@ -47,11 +47,8 @@ GROUP = "B1r resume to ready"
 ROUNDS = 3
 # the peer needs about a minute a round here (tokenizers); its answer check is a third run
 PEER_ROUNDS = 2
-
-
-def counts_source() -> str:
-    """Where the planner's per-message counts come from."""
-    return "the counts kept in the log, read by the core (Session.plan_history)"
+# where the planner's per-message counts come from (the report quotes it)
+COUNTS_SOURCE = "the counts kept in the log, read by the core (Session.plan_history)"
 
 
 def foldlog_resume(path: str) -> tuple[list[int], Any, bytes]:
@@ -98,7 +95,7 @@ def _info(benchmark: Any, w: Workload, role: str) -> None:
             "events": w.events,
             "bytes": w.bytes,
             "workload": w.describe() + "; DeepSeek V4 counts",
-            "counts_source": counts_source(),
+            "counts_source": COUNTS_SOURCE,
         }
     )
 

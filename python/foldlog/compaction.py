@@ -204,11 +204,10 @@ class Compactor:
             )
         settings = planning.plan_kwargs(self._plan_options(), force=force)
         model = self._exact_model() if self._counter is None else None
-        core_history = getattr(self.session, "plan_history", None)
-        if model is not None and core_history is not None:
+        if model is not None:
             # exact counts: the core builds the planner's input from the messages it derived
             # and the counts it keeps (same facts as planning.build_history, no Python pass)
-            history = core_history(model)
+            history = self.session.plan_history(model)
             if history is not None and len(history) == len(messages):
                 tokens = history.tokens()
                 return history, history.plan(**settings), seqs, tokens, messages
