@@ -40,7 +40,9 @@ TOOLS_HEADER = (
     "You then get its result. When you know the answer, reply with the answer instead."
 )
 RESULT_HEADER = "Result of {call} ({lines}):\n"
-QUESTION_BEFORE = "Question: {question}\n"
+QUESTION_BEFORE = ""
+QUESTION_AFTER = "\n\nAnswer this using the result: {question}"
+ANSWER_EXAMPLES = "all"  # "all", "nearest" or "none": the examples shown when answering from a result
 
 
 def _ex_call(n: int, name: str, args: str) -> dict[str, Any]:
@@ -94,8 +96,8 @@ EXAMPLES: tuple[tuple[frozenset[str], tuple[dict[str, Any], ...]], ...] = (
     (
         frozenset(),
         (
-            {"role": "user", "content": "What is 10 - 4?"},
-            {"role": "assistant", "content": "10 - 4 = 6."},
+            {"role": "user", "content": "Who wrote Romeo and Juliet?"},
+            {"role": "assistant", "content": "William Shakespeare wrote Romeo and Juliet."},
         ),
     ),
     (
@@ -121,13 +123,18 @@ EXAMPLES: tuple[tuple[frozenset[str], tuple[dict[str, Any], ...]], ...] = (
 )
 
 
-def examples_for(tools: Sequence[Mapping[str, Any]], question: str = "") -> list[dict[str, Any]]:
+def examples_for(
+    tools: Sequence[Mapping[str, Any]], question: str = "", *, nearest: bool = False
+) -> list[dict[str, Any]]:
     """The worked examples whose tools are all offered (the tool-free ones only with tools), the
-    one most like ``question`` last: a small model follows the nearest pattern it has seen."""
+    one most like ``question`` last: a small model follows the nearest pattern it has seen.
+    ``nearest``: only that one (answering from a result, more examples dilute the copying)."""
     names = {str(t.get("function", t).get("name")) for t in tools}
     usable = [msgs for needs, msgs in EXAMPLES if needs <= names and (needs or tools)]
     words = _words(question)
     usable.sort(key=lambda msgs: _similarity(words, _words(text_of(msgs[0].get("content")))))
+    if nearest:
+        usable = [msgs for msgs in usable if any(m.get("role") == "tool" for m in msgs)][-1:]
     return [m for msgs in usable for m in msgs]
 
 
@@ -211,7 +218,11 @@ def is_note(text: str) -> bool:
 
 
 def to_turns(
-    messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]], *, examples: bool = True
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]],
+    *,
+    examples: bool = True,
+    examples_for_question: str | None = None,
 ) -> list[Turn]:
     """The conversation as alternating user/model turns (the first a user's).
 
@@ -224,8 +235,10 @@ def to_turns(
     preface = "\n\n".join(p for p in (system.strip(), describe_tools(tools) if tools else "") if p)
     asked = [text_of(m.get("content")) for m in messages if m.get("role") == "user"]
     latest = next((q for q in reversed(asked) if q.strip() and not is_note(q)), "")
+    if examples_for_question is not None:
+        latest = examples_for_question
     shown = [
-        *(examples_for(tools, latest) if examples else ()),
+        *(_examples(tools, latest, messages) if examples else ()),
         *(m for m in messages if m.get("role") != "system"),
     ]
     calls: dict[str, str] = {}
@@ -261,6 +274,8 @@ def to_turns(
             if question and not (turns and turns[-1].role == "user"):
                 # the question first: a turn ending with a question is one a call follows
                 text = QUESTION_BEFORE.format(question=question) + text
+            if question and QUESTION_AFTER:
+                text += QUESTION_AFTER.format(question=question)
             add("user", text)
     if not turns or turns[0].role != "user":
         turns.insert(0, Turn("user", ""))
@@ -276,9 +291,11 @@ def render(
     *,
     template: str | None = None,
     bos: str = "<bos>",
+    examples_for_question: str | None = None,
 ) -> list[Segment]:
-    """The prompt for the model's next turn, ending with the open ``model`` turn."""
-    turns = to_turns(messages, tools)
+    """The prompt for the model's next turn, ending with the open ``model`` turn.
+    ``examples_for_question``: order the worked examples for this question instead of the last."""
+    turns = to_turns(messages, tools, examples_for_question=examples_for_question)
     if template:
         return template_segments(template, turns, bos)
     out = [Segment(bos, True)]
@@ -324,3 +341,15 @@ def parse_call(text: str) -> tuple[str, str] | None:
         return None
     name, _, args = text[len(CALL) :].partition(" ")
     return name, args.strip()
+
+
+def _after_result(messages: Sequence[Mapping[str, Any]]) -> bool:
+    return bool(messages) and messages[-1].get("role") == "tool"
+
+
+def _examples(tools: Sequence[Mapping[str, Any]], question: str, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    if not _after_result(messages) or ANSWER_EXAMPLES == "all":
+        return examples_for(tools, question)
+    if ANSWER_EXAMPLES == "none":
+        return []
+    return examples_for(tools, question, nearest=True)

@@ -313,3 +313,24 @@ class LlamaEngine:
         """Free the model and its context (waits for a generation in progress)."""
         with self.lock:
             self.llm.close()
+
+    def next_logprobs(self, prompt: Sequence[int]) -> Any:
+        """Log-probabilities of the token after ``prompt`` (special tokens excluded), as an array."""
+        np = self._np
+        with self.lock:
+            self._prefill(list(prompt))
+            logits = np.ctypeslib.as_array(
+                self._lib.llama_get_logits_ith(self.llm._ctx.ctx, -1), shape=(self.n_vocab,)
+            ).copy()
+        logits[np.array(self.special_ids, dtype=np.int64)] = -np.inf
+        top = logits.max()
+        return logits - (top + np.log(np.exp(logits - top).sum()))
+
+    def tokens_starting(self, text: str) -> list[int]:
+        """The tokens whose text is a non-empty prefix of ``text`` (how a reply can begin it)."""
+        out = []
+        for n in range(1, len(text) + 1):
+            ids = self.tokenize(text[:n], special=False)
+            if len(ids) == 1:
+                out.append(ids[0])
+        return sorted(set(out))

