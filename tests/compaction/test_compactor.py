@@ -7,7 +7,7 @@ import asyncio
 import json
 import os
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,8 @@ from foldlog.events import CompactionDone, CompactionStarted, Notice, Usage
 from foldlog.providers import Scripted
 from foldlog.providers.base import Request
 from foldlog.summary import SUMMARY_SYSTEM_PROMPT
+
+from .plan_checks import digest_indices
 
 WINDOW = 4_000
 BIG = 4_000  # characters per tool output: about 1,000 estimated tokens
@@ -121,11 +123,11 @@ def test_fold_fires_past_80_percent_and_the_next_request_carries_the_new_surface
     # the surface: system + pinned first user turn + digest + tail (calls 3 and its result)
     msgs = r.session.derive_messages()
     assert [m["role"] for m in msgs[:3]] == ["system", "user", "user"]
-    assert planning.is_digest(msgs[2]) and "## Goal" in msgs[2]["content"]
+    assert digest_indices(r.session) == [2] and "## Goal" in msgs[2]["content"]
     assert msgs[3]["tool_calls"][0]["id"] == "c3" and msgs[4]["content"] == _out(3)
     # the request after the fold carried exactly the new surface (checked in every request)
     assert len(r.wire_at_request) == 4
-    assert planning.is_digest(r.wire_at_request[3][2])
+    assert r.wire_at_request[3][2]["content"].startswith(planning.DIGEST_OPEN)
     assert not any(m.get("content") == _out(1) for m in r.wire_at_request[3])
     # the sink saw the compaction and its usage
     [started] = r.of(CompactionStarted)
@@ -162,7 +164,7 @@ def test_mechanical_fallback_after_an_error_and_a_retry() -> None:
     assert summary["summary"].startswith("4 earlier message(s) were folded here to free context")
     assert "archived to the session log, events #" in summary["summary"]
     assert any("summary was unavailable" in n.message and n.level == "warn" for n in r.of(Notice))
-    assert planning.is_digest(r.session.derive_messages()[2])
+    assert digest_indices(r.session) == [2]
 
 
 def test_empty_summary_is_retried_once() -> None:
@@ -245,7 +247,7 @@ def test_keep_policy_errors_keeps_the_failing_call_group() -> None:
     # system, user, the failing call + its result (kept), the digest, the tail
     assert roles[:5] == ["system", "user", "assistant", "tool", "user"]
     assert msgs[2]["tool_calls"][0]["id"] == "c2" and msgs[3]["content"].startswith("error: page 2")
-    assert planning.is_digest(msgs[4])
+    assert digest_indices(r.session) == [4]
     summary = next(e for e in r.session.events if e["type"] == "compaction/summary")["data"]
     assert len(summary["kept"]) == 2
 
@@ -352,7 +354,7 @@ def test_fold_in_a_session_reloaded_from_disk_derives_identically(tmp_path: Path
             again.add({"role": "assistant", "content": "", "tool_calls": [_call(f"x{i}")]})
             again.add({"role": "tool", "tool_call_id": f"x{i}", "name": "fetch", "content": _out(i)})
         assert asyncio.run(c.compact("manual", force=True)) is not None
-        digests = [m["content"] for m in again.derive_messages() if planning.is_digest(m)]
+        digests = [again.derive_messages()[i]["content"] for i in digest_indices(again)]
         assert len(digests) == 2 and digests[0] == live[2]["content"]
 
 
@@ -377,7 +379,7 @@ def test_a_crash_between_start_and_end_is_reported_on_load(tmp_path: Path) -> No
     info = unfinished_compaction(loaded)
     assert info is not None and info["id"] == "compaction-1" and info["trigger"] == "auto"
     # the surface is as it was before the compaction
-    assert not any(planning.is_digest(m) for m in loaded.derive_messages())
+    assert digest_indices(loaded) == []
 
 
 def test_cancelled_summary_closes_the_compaction_with_an_error() -> None:
@@ -402,7 +404,7 @@ def test_cancelled_summary_closes_the_compaction_with_an_error() -> None:
     asyncio.run(go())
     end = session.events[-1]
     assert end["type"] == "compaction/end" and end["data"] == {"id": "compaction-1", "error": "cancelled"}
-    assert not any(planning.is_digest(m) for m in session.derive_messages())
+    assert digest_indices(session) == []
 
 
 def test_without_usage_the_local_count_decides() -> None:
@@ -435,7 +437,3 @@ def test_manual_compaction_with_nothing_to_fold_is_a_notice() -> None:
     assert asyncio.run(c.compact("manual", force=True)) is None
     assert [type(e) for e in events] == [Notice] and "nothing to compact" in events[0].message
     assert len(session.events) == 2
-
-
-def _digest_count(msgs: tuple[Mapping[str, Any], ...]) -> int:
-    return sum(planning.is_digest(m) for m in msgs)
