@@ -139,6 +139,7 @@ class Compactor:
         self.options = options
         self._emit = emit or (lambda event: None)
         self._soft_noticed = False
+        #: auto-compactions that folded on consecutive steps (calls of `maybe_compact`)
         self.consecutive = 0
         self.stuck = False
 
@@ -164,6 +165,10 @@ class Compactor:
         ``prompt_tokens`` is the provider's count for the latest single request; ``None`` (no
         usage reported) falls back to the session's local count of the derived messages and the
         tools. Failures become a warning ``Notice``; nothing is raised but cancellation.
+
+        The stuck guard counts auto-compactions that folded on consecutive steps: a step without
+        one resets the count; at ``stuck_limit`` auto-compaction pauses (a warning) until a
+        request fits under the trigger again.
         """
         window = self.window
         if window <= 0:
@@ -183,22 +188,23 @@ class Compactor:
         if self.stuck:
             return
         force = measured >= window * opts.force_compact_ratio
+        folded = False
         try:
             result = await self._run("auto", None, force, measured)
+            folded = result is not None and result.folded > 0
         except asyncio.CancelledError:
             raise
         except Exception as e:  # a failed compaction must never end the run
             self._notice(f"compaction failed: {e}", "warn")
-            return
-        if result is None or not result.folded:
-            return
-        self.consecutive += 1
+        finally:
+            self.consecutive = self.consecutive + 1 if folded else 0
         if self.consecutive >= opts.stuck_limit:
             self.stuck = True
             self._notice(
-                f"auto-compaction paused after {self.consecutive} compactions on consecutive steps: the "
-                f"{window:,}-token context window is too small for the recent tail plus the pinned prefix "
-                "(use a larger window, a smaller tail_tokens, or compact manually)",
+                f"auto-compaction paused: it folded on {self.consecutive} consecutive steps and the "
+                f"prompt was past {opts.compact_ratio:.0%} of the window again each time: the "
+                f"{window:,}-token context window is too small for the recent tail plus the pinned "
+                "prefix (use a larger window, a smaller tail_tokens, or compact manually)",
                 "warn",
             )
 

@@ -213,6 +213,46 @@ def test_stuck_guard_latches_and_manual_compaction_still_works() -> None:
     assert not compactor.stuck and compactor.consecutive == 0
 
 
+def test_stuck_guard_counts_folds_on_consecutive_steps_and_a_step_without_one_resets_it() -> None:
+    session = Session(system="s")
+    session.add({"role": "user", "content": "go"})
+    events: list[Any] = []
+    summarizer = Scripted([summary_reply(f"## Goal\n- fold {i}") for i in range(5)])
+    opts = Options(context_window=WINDOW, summary_provider=summarizer, stuck_limit=2, prune_min_bytes=10**9)
+    c = Compactor(session, Scripted([]), opts, events.append)
+
+    def tool_step(i: int) -> None:
+        session.add({"role": "assistant", "content": "", "tool_calls": [_call(f"s{i}")]})
+        session.add({"role": "tool", "tool_call_id": f"s{i}", "name": "fetch", "content": _out(i)})
+
+    def check(prompt_tokens: int) -> None:  # the check the agent makes at the end of a step
+        asyncio.run(c.maybe_compact(prompt_tokens, []))
+
+    for i in range(3):
+        tool_step(i)
+    check(3500)  # past the trigger: folds
+    assert (c.consecutive, c.stuck) == (1, False)
+    check(3500)  # still past it, but nothing left to fold: a step without a compaction
+    assert (c.consecutive, c.stuck) == (0, False)
+    for i in range(3, 6):
+        tool_step(i)
+    check(3500)  # folds: the first of a new run of consecutive steps, no latch
+    assert (c.consecutive, c.stuck) == (1, False)
+    for i in range(6, 9):
+        tool_step(i)
+    check(3500)  # folds on the very next step: at stuck_limit, auto-compaction pauses
+    assert (c.consecutive, c.stuck) == (2, True)
+    warn = [e for e in events if isinstance(e, Notice) and e.level == "warn"]
+    assert len(warn) == 1 and "folded on 2 consecutive steps" in warn[0].message
+    assert "too small for the recent tail plus the pinned prefix" in warn[0].message
+    for i in range(9, 12):
+        tool_step(i)
+    check(3500)  # latched: no compaction however large the prompt
+    assert [e["type"] for e in session.events].count("compaction/start") == 3
+    check(1000)  # a request that fits resets the count and the latch
+    assert (c.consecutive, c.stuck) == (0, False)
+
+
 def test_economics_skip_small_folds_unless_forced() -> None:
     session = Session(system="s")
     session.add({"role": "user", "content": "go"})
