@@ -25,6 +25,7 @@ from foldlog.errors import InvalidEventError, StorageError
 
 if TYPE_CHECKING:
     from foldlog._core import PlanHistory
+    from foldlog.tokens import Tokenizer
     from foldlog.wire import WireMessages
 
 log = logging.getLogger("foldlog.session")
@@ -492,7 +493,7 @@ class Session:
 
     # --- token counts ------------------------------------------------------------------------
 
-    def _tokenizer(self, model: str | None) -> Any:
+    def _tokenizer(self, model: str | None) -> Tokenizer:
         from foldlog.tokens import DEFAULT_MODEL, Tokenizer, calibrated_tokens_per_char
 
         name = model or self.model or DEFAULT_MODEL
@@ -535,17 +536,21 @@ class Session:
         with self._lock:
             return self._core.surface_token_counts(tok._counter)
 
-    def plan_history(self, model: str | None = None) -> PlanHistory | None:
-        """The compaction planner's view of the derived messages with ``model``'s exact
-        per-message counts (those kept in the log are read, not recounted), built in the core
-        without converting a message to Python: what `foldlog.planning.build_history` computes
-        from `derive_messages()` and `token_counts()`. ``None`` when the model has no exact
-        tokenizer (plan on `planning.build_history` with an estimate then)."""
+    def plan_history(self, model: str | None = None) -> PlanHistory:
+        """The compaction planner's view of the derived messages, built in the core (the only
+        builder): each message counted with ``model``'s tokenizer — an exact one reads the counts
+        kept in the log (recounting nothing), the estimate uses the ratio calibrated on this
+        session's reported usage — and digests read from the log (a ``user/message`` whose
+        surface op is a fold), never from text."""
         tok = self._tokenizer(model)
-        if not tok.exact:
-            return None
         with self._lock:
             return self._core.plan_history(tok._counter)
+
+    def tokenizer(self, model: str | None = None) -> Tokenizer:
+        """The tokenizer this session counts ``model``'s tokens with (default: the session's
+        model): exact where foldlog knows the model, else the estimate at the ratio calibrated on
+        this session's reported usage — what `token_count` and `plan_history` count with."""
+        return self._tokenizer(model)
 
     def record_prompt_tokens(self, prompt_tokens: int) -> None:
         """Remember the provider's reported ``prompt_tokens`` for a request of the current surface

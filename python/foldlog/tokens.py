@@ -88,6 +88,12 @@ class Tokenizer:
         return cls(_core.TokenCounter.for_model(model, tokens_per_char))
 
     @classmethod
+    def estimate(cls, *, tokens_per_char: float | None = None) -> Tokenizer:
+        """The estimate (``exact=False``): ``tokens_per_char`` per character, 0.25 unless given;
+        the only estimator foldlog has (the core's)."""
+        return cls(_core.TokenCounter.estimate(tokens_per_char))
+
+    @classmethod
     def for_encoding(cls, name: str) -> Tokenizer:
         """The exact tokenizer ``"deepseek-v4"``, ``"cl100k"`` or ``"o200k"``."""
         _point_core_at_deepseek()

@@ -460,6 +460,13 @@ impl EventLog {
         &self.derived_seqs
     }
 
+    /// The derived messages, the seq of the event behind each, and the events: for readers that
+    /// need a message's envelope next to it (the planner's input reads the digest's fold op).
+    pub fn derived_with_events(&mut self) -> (&[Message], &[u64], &[Event]) {
+        self.derive();
+        (&self.derived, &self.derived_seqs, &self.events)
+    }
+
     /// Anything on the surface beyond system messages.
     pub fn has_content(&self) -> bool {
         self.surface

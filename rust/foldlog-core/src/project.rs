@@ -32,6 +32,35 @@ pub fn text_of(content: &Value) -> Option<String> {
     }
 }
 
+/// The text of a chat message for rules that read words (prefix tests, transcripts, sizes):
+/// the words of its `content` ([`words_of`]).
+pub fn message_text(message: &Value) -> String {
+    message.get("content").map_or_else(String::new, words_of)
+}
+
+/// The words of a `content` value: a string as is; a list of blocks by the `text` of its text
+/// blocks, joined with `\n` (images and other blocks have no words); anything else has none.
+pub fn words_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => {
+            let texts: Vec<&str> = blocks
+                .iter()
+                .filter_map(|b| match b {
+                    Value::String(s) => Some(s.as_str()),
+                    Value::Object(o) => match o.get("type").and_then(Value::as_str) {
+                        Some("text") | None => o.get("text").and_then(Value::as_str),
+                        Some(_) => None,
+                    },
+                    _ => None,
+                })
+                .collect();
+            texts.join("\n")
+        }
+        _ => String::new(),
+    }
+}
+
 fn arguments_text(v: Option<&Value>) -> String {
     match v {
         None | Some(Value::Null) => String::new(),

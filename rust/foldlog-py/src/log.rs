@@ -318,25 +318,18 @@ impl Log {
             .map_err(|e| tokens_to_py(py, e))
     }
 
-    /// The planner's view of the derived messages with `counter`'s exact per-message counts
-    /// (counts kept in the log are read, not recounted), built without Python messages;
-    /// `None` for a counter that only estimates (GIL released).
-    fn plan_history(
-        &self,
-        py: Python<'_>,
-        counter: &PyTokenCounter,
-    ) -> PyResult<Option<PyPlanHistory>> {
-        let TokenizerChoice::Exact(tok) = counter.inner else {
-            return Ok(None);
-        };
-        let built = self.with_write(py, |log| {
-            log.surface_token_counts(tok)
-                .map(|counts| plan_input::plan_messages(log.derive(), &counts))
-        })?;
-        let messages = built
-            .map_err(|e| tokens_to_py(py, e))?
-            .map_err(|e| plan_error(py, e))?;
-        Ok(Some(PyPlanHistory::from_messages(messages)))
+    /// The planner's view of the derived messages counted with `counter` (the only builder of
+    /// the planner's input): an exact counter reads the counts kept in the log (counting only
+    /// what is missing), the estimate counts every message; digests are read from the events'
+    /// fold ops. Built without Python messages, with the GIL released.
+    fn plan_history(&self, py: Python<'_>, counter: &PyTokenCounter) -> PyResult<PyPlanHistory> {
+        let tok = counter.inner;
+        let built = self.with_write(py, |log| plan_input::surface_plan(log, tok))?;
+        match built {
+            Ok(messages) => Ok(PyPlanHistory::from_messages(messages)),
+            Err(plan_input::PlanInputError::Tokens(e)) => Err(tokens_to_py(py, e)),
+            Err(plan_input::PlanInputError::Plan(e)) => Err(plan_error(py, e)),
+        }
     }
 
     /// The serialised messages of the next request in `style` ("keep", "strip" or
