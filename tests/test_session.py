@@ -111,7 +111,8 @@ def test_derived_messages_are_immutable_and_incremental() -> None:
     second = s.derive_messages()
     assert len(first) == 2 and len(second) == 3
     assert second[1] is first[1], "appends do not re-project earlier messages"
-    assert s.snapshot() == second
+    # issue 14: snapshot() is now a list of plain deep copies (was the frozen tuple itself)
+    assert s.snapshot() == list(second)
     assert json.loads(json.dumps(second)) == [dict(m) for m in second]
 
 
