@@ -89,7 +89,8 @@ def freeze(value: Any) -> Any:
 def thaw(value: Any) -> Any:
     """A plain, mutable deep copy of recorded history: every mapping (`FrozenDict`, or any
     read-only mapping) becomes a ``dict`` and every other collection (list, tuple, read-only
-    sequence) a ``list``; strings, numbers, booleans and None are kept. Public as ``foldlog.thaw``: ``foldlog.thaw(session.derive_messages())``."""
+    sequence) a ``list``; strings, numbers, booleans and None are kept. Public as
+    ``foldlog.thaw``: ``foldlog.thaw(session.derive_messages())``."""
     if isinstance(value, Mapping):
         return {str(k): thaw(v) for k, v in value.items()}
     if isinstance(value, Iterable) and not isinstance(value, str | bytes | bytearray):

@@ -53,5 +53,7 @@ def write_conversation(conversation: Conversation, session: Session) -> int:
         where = f" (source line {ev.source_line})" if ev.source_line is not None else ""
         raise InvalidEventError(f"imported event {index} ({ev.type}){where}: {exc}") from exc
     if seqs and seqs[0] != base:
-        raise InvalidEventError(f"session assigned seq {seqs[0]} to the first imported event, expected {base}")
+        raise InvalidEventError(
+            f"session assigned seq {seqs[0]} to the first imported event, expected {base}"
+        )
     return len(conversation.events)
