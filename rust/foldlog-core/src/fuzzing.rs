@@ -156,19 +156,36 @@ pub fn message(data: &[u8]) {
         let (len, version, before) = (log.len(), log.rewrite_version(), derived(&mut log));
         match log.add_message(m, 1) {
             Ok(seq) => {
-                assert!(verdict.is_ok(), "add_message recorded what validate refuses: {m}");
-                assert_eq!((seq as usize, log.len()), (len, len + 1), "one event per message");
+                assert!(
+                    verdict.is_ok(),
+                    "add_message recorded what validate refuses: {m}"
+                );
+                assert_eq!(
+                    (seq as usize, log.len()),
+                    (len, len + 1),
+                    "one event per message"
+                );
                 let ev = &log.events()[len];
                 validate::event_data(ev.kind(), &ev.data())
                     .unwrap_or_else(|e| panic!("recorded data fails the append check: {e}"));
                 check_derived_content(m, &mut log, len as u64);
             }
             Err(e) => {
-                assert!(verdict.is_err(), "add_message refused what validate accepts: {e}");
-                assert!(matches!(e, Error::InvalidEvent { .. }), "not InvalidEvent: {e:?}");
+                assert!(
+                    verdict.is_err(),
+                    "add_message refused what validate accepts: {e}"
+                );
+                assert!(
+                    matches!(e, Error::InvalidEvent { .. }),
+                    "not InvalidEvent: {e:?}"
+                );
                 assert!(!e.to_string().is_empty());
                 assert_eq!((log.len(), log.rewrite_version()), (len, version));
-                assert_eq!(derived(&mut log), before, "a refused message changed the history");
+                assert_eq!(
+                    derived(&mut log),
+                    before,
+                    "a refused message changed the history"
+                );
             }
         }
     }
@@ -179,7 +196,11 @@ pub fn message(data: &[u8]) {
     }
     let bytes = writer::file_bytes(None, log.events());
     let mut back = reader::read(&bytes).expect("a written log reads back").log;
-    assert_eq!(derived(&mut back), derived(&mut log), "re-read changed the derivation");
+    assert_eq!(
+        derived(&mut back),
+        derived(&mut log),
+        "re-read changed the derivation"
+    );
     let all_valid = batch.iter().all(|m| validate::message(m).is_ok());
     let (len, version, before) = (log.len(), log.rewrite_version(), derived(&mut log));
     match log.replace_messages(&batch, 2) {
@@ -189,10 +210,18 @@ pub fn message(data: &[u8]) {
             assert_eq!(log.rewrite_version(), version + 1);
         }
         Err(e) => {
-            assert!(!all_valid || batch.is_empty(), "replace refused valid messages: {:?}", e);
+            assert!(
+                !all_valid || batch.is_empty(),
+                "replace refused valid messages: {:?}",
+                e
+            );
             assert!(e.index < batch.len().max(1));
             assert_eq!((log.len(), log.rewrite_version()), (len, version));
-            assert_eq!(derived(&mut log), before, "a refused replace changed the history");
+            assert_eq!(
+                derived(&mut log),
+                before,
+                "a refused replace changed the history"
+            );
         }
     }
 }
@@ -209,7 +238,10 @@ fn check_derived_content(message: &Value, log: &mut EventLog, seq: u64) {
     let given = message.get("content").unwrap_or(&Value::Null);
     let textual = crate::project::text_of(given).is_some();
     if textual {
-        assert!(content.is_string(), "text-only content derived as {content}");
+        assert!(
+            content.is_string(),
+            "text-only content derived as {content}"
+        );
     } else {
         assert_eq!(content, given, "non-text content was changed on derivation");
     }
