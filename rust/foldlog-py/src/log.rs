@@ -3,7 +3,7 @@ use std::path::PathBuf;
 use std::sync::{Mutex, RwLock};
 
 use foldlog_core::event::{Event, Header, SurfaceOp};
-use foldlog_core::log::{EventLog, NewEvent};
+use foldlog_core::log::EventLog;
 use foldlog_core::store::{Durability, FileWriter as CoreWriter};
 use foldlog_core::{plan_input, reader, repair, wire, writer};
 use pyo3::prelude::*;
@@ -11,7 +11,7 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 use serde_json::Value;
 
 use crate::body::{style_of, WireSegments};
-use crate::convert::{to_py, value_of};
+use crate::convert::{new_event, to_py, value_of};
 use crate::errors::{batch_to_py, detached, to_py as err_to_py, with_index};
 use crate::plan::{plan_error, PyPlanHistory};
 use crate::tokens::{to_py as tokens_to_py, PyTokenCounter};
@@ -59,31 +59,6 @@ impl Log {
         py.detach(|| self.inner.write().map(|mut g| f(&mut g)).map_err(|_| ()))
             .map_err(poisoned)
     }
-}
-
-/// One event of a batch from its envelope-shaped mapping.
-fn new_event(py: Python<'_>, ev: &Bound<'_, PyAny>, time: i64) -> PyResult<NewEvent> {
-    let env = value_of(ev, "event")?;
-    let kind = env.get("type").and_then(Value::as_str).ok_or_else(|| {
-        crate::errors::invalid(py, "an event needs a string \"type\" and \"data\"".into())
-    })?;
-    let surface_op = match env.get("surfaceOp") {
-        None | Some(Value::Null) => None,
-        Some(op) => Some(SurfaceOp::from_value(op).map_err(|e| err_to_py(py, e, None))?),
-    };
-    let sources = match env.get("sourceEventSeqs") {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(serde_json::from_value(v.clone()).map_err(|_| {
-            crate::errors::invalid(py, "sourceEventSeqs must list seqs (integers)".into())
-        })?),
-    };
-    Ok(NewEvent {
-        kind: kind.to_string(),
-        data: env.get("data").cloned().unwrap_or(Value::Null),
-        time,
-        surface_op,
-        sources,
-    })
 }
 
 fn load_result(py: Python<'_>, loaded: reader::Loaded) -> PyResult<(Log, Py<PyAny>)> {
