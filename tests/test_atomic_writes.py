@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -110,13 +111,11 @@ def test_append_events_is_all_or_nothing() -> None:
     assert [m["content"] for m in s.derive_messages()] == ["s", "b"]
 
 
-def test_the_importers_writer_is_all_or_nothing(tmp_path: Path) -> None:
-    from conftest import shared_path
-
-    (conv,) = convert(
-        "claude-code",
-        shared_path("corpus", "claude-code-spotter", "4d5611e5-241a-462a-8d15-5122611a9569.jsonl"),
-    )
+def test_the_importers_writer_is_all_or_nothing() -> None:
+    shared = Path(os.environ.get("FOLDLOG_SHARED") or Path(__file__).resolve().parents[2] / "shared")
+    source = shared / "corpus/claude-code-spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
+    assert source.is_file(), f"{source} is missing: tests read the shared corpus (FOLDLOG_SHARED)"
+    (conv,) = convert("claude-code", source)
     bad = copy.deepcopy(conv)
     index = max(i for i, ev in enumerate(bad.events) if ev.type == "tool/result")
     bad.events[index].data["message"]["content"] = None
