@@ -48,9 +48,12 @@ _LAZY: dict[str, str] = {
     "LocalLlama": "foldlog.providers.local",
     "Compactor": "foldlog.compaction",
     "CompactionResult": "foldlog.compaction",
+    "TokenCount": "foldlog.tokens",
+    "thaw": "foldlog._frozen",
 }
 
 if TYPE_CHECKING:
+    from foldlog._frozen import thaw
     from foldlog.agent import Agent
     from foldlog.compaction import CompactionResult, Compactor
     from foldlog.options import Options
@@ -60,7 +63,7 @@ if TYPE_CHECKING:
     from foldlog.providers.openai_compat import OpenAICompatible
     from foldlog.session import Session
     from foldlog.subagent import run_subagent
-    from foldlog.tokens import Tokenizer, count_tokens
+    from foldlog.tokens import TokenCount, Tokenizer, count_tokens
     from foldlog.tools.registry import Tool, ToolRegistry, tool
 
 
@@ -92,6 +95,7 @@ __all__ = [
     "StorageError",
     "StreamInterrupted",
     "StreamProtocolError",
+    "TokenCount",
     "Tokenizer",
     "TokenizerError",
     "Tool",
@@ -100,5 +104,6 @@ __all__ = [
     "__version__",
     "count_tokens",
     "run_subagent",
+    "thaw",
     "tool",
 ]

@@ -10,7 +10,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from foldlog.cli.common import config_from_args, console, session_path, surface_tokens, to_plain
+from foldlog._frozen import thaw
+from foldlog.cli.common import config_from_args, console, session_path, surface_tokens
 from foldlog.cli.main import EXIT_OK, UsageError
 from foldlog.cli.render import print_events, print_messages
 
@@ -228,7 +229,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     path = session_path(args.src, config_from_args(args))
     session = _load(path)
     messages = session.wire_messages() if args.wire else [dict(m) for m in session.derive_messages()]
-    text = json.dumps(to_plain(messages), indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps(thaw(messages), indent=2, ensure_ascii=False) + "\n"
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
         print(f"{args.output}: {len(messages)} messages", file=sys.stderr)
