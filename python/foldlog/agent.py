@@ -16,7 +16,14 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from foldlog.errors import FoldlogError, HookError, MaxStepsExceeded, RunCancelled, StreamInterrupted
+from foldlog.errors import (
+    FoldlogError,
+    HookError,
+    HookRefused,
+    MaxStepsExceeded,
+    RunCancelled,
+    StreamInterrupted,
+)
 from foldlog.events import (
     Notice,
     Reasoning,
@@ -31,6 +38,7 @@ from foldlog.events import (
 )
 from foldlog.events import Usage as UsageEvent
 from foldlog.hooks import (
+    RAISE,
     RETRY,
     Enter,
     Hooks,
@@ -40,6 +48,7 @@ from foldlog.hooks import (
     RequestErrorContext,
     StreamContext,
     TurnStoppingContext,
+    rejection,
     run_waterfall,
 )
 from foldlog.inbox import Inbox
@@ -326,14 +335,30 @@ class Agent:
         async def default() -> Enter:
             return Enter(tuple(ctx.messages))
 
-        decision = await self._hook("pre_step", run_waterfall(hooks, ctx, default, "pre_step"))
+        decision = await self._waterfall("pre_step", hooks, ctx, default, _pre_step_decision)
         if isinstance(decision, Reject):
             raise _TurnEnd("blocked", {"message": decision.reason}, decision.reason)
-        if not isinstance(decision, Enter):
-            raise HookError(f"pre_step hooks must return enter(...) or reject(...), got {decision!r}")
         if not decision.messages and step == 1:
             raise _TurnEnd("blocked", {"message": "the input was rewritten to nothing"}, "empty input")
         return [dict(m) for m in decision.messages]
+
+    async def _waterfall(
+        self,
+        domain: str,
+        listeners: Sequence[Callable[..., Any]],
+        ctx: Any,
+        default: Callable[[], Any],
+        decision: Callable[[Any, str], Any] | None = None,
+    ) -> Any:
+        """An agent-side waterfall: a refusal ends the turn ``blocked`` naming the listener (the
+        open step is closed first); a listener's error ends it ``error``."""
+        try:
+            return await self._hook(domain, run_waterfall(listeners, ctx, default, domain, decision))
+        except HookRefused as r:
+            self._close_step()
+            raise _TurnEnd(
+                "blocked", {"message": str(r), "hook": r.hook, "listener": r.listener}, str(r)
+            ) from None
 
     async def _turn_stopping(self, turn: int, answer: str) -> None:
         for fn in self.hooks.turn_stopping_hooks:
@@ -366,9 +391,9 @@ class Agent:
         async def default() -> dict[str, Any]:
             return ctx.params
 
-        out = await self._hook("request", run_waterfall(self.hooks.request_hooks, ctx, default, "request"))
-        if not isinstance(out, dict):
-            raise HookError(f"request hooks must return the params dict, got {out!r}")
+        out: dict[str, Any] = await self._waterfall(
+            "request", self.hooks.request_hooks, ctx, default, _request_decision
+        )
         return out
 
     async def _request(self, turn: int, step: int, offer_tools: bool, retries: int) -> tuple[_Stream, int]:
@@ -410,7 +435,7 @@ class Agent:
                     {"role": "user", "content": CONTINUE_PROMPT, "source": "continue"},
                     surface_op="append",
                 )
-            except (asyncio.CancelledError, HookError):
+            except (asyncio.CancelledError, HookError, _TurnEnd):
                 raise
             except Exception as e:
                 attempt += 1
@@ -420,12 +445,21 @@ class Agent:
                 ectx = RequestErrorContext(self, turn, step, e, attempt)
 
                 async def stand() -> str:
-                    return "raise"
+                    return RAISE
 
-                decision = await self._hook(
-                    "request_error",
-                    run_waterfall(self.hooks.request_error_hooks, ectx, stand, "request_error"),
-                )
+                try:
+                    decision = await self._hook(
+                        "request_error",
+                        run_waterfall(
+                            self.hooks.request_error_hooks,
+                            ectx,
+                            stand,
+                            "request_error",
+                            _request_error_decision,
+                        ),
+                    )
+                except HookRefused:
+                    decision = RAISE  # a refusal lets the error stand
                 if decision != RETRY:
                     raise
                 self._emit(Retrying(f"{type(e).__name__}: {e}", attempt))
@@ -446,9 +480,12 @@ class Agent:
             async def base() -> AsyncIterator[Chunk]:
                 return self.provider.stream(request)
 
-            stream = await self._hook(
+            stream = await self._waterfall(
                 "llm_stream",
-                run_waterfall(self.hooks.llm_stream_hooks, StreamContext(self, request), base, "llm_stream"),
+                self.hooks.llm_stream_hooks,
+                StreamContext(self, request),
+                base,
+                _stream_decision,
             )
         else:
             stream = self.provider.stream(request)
@@ -676,6 +713,36 @@ class Agent:
             self._emit(Notice(f"compaction failed: {e}", "warn"))
         except Exception as e:
             self._emit(Notice(f"compaction failed: {type(e).__name__}: {e}", "warn"))
+
+
+def _pre_step_decision(value: Any, listener: str) -> Enter | Reject:
+    if isinstance(value, Enter | Reject):
+        return value
+    raise HookError(f"pre_step hook {listener} must return enter(...) or reject(...), got {value!r}")
+
+
+def _request_decision(value: Any, listener: str) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, Reject):
+        raise rejection("request", listener, value.reason)
+    raise HookError(f"request hook {listener} must return the params dict or reject(...), got {value!r}")
+
+
+def _request_error_decision(value: Any, listener: str) -> str:
+    if value in (RETRY, RAISE):
+        return str(value)
+    raise HookError(f'request_error hook {listener} must return "retry" or "raise", got {value!r}')
+
+
+def _stream_decision(value: Any, listener: str) -> Any:
+    if hasattr(value, "__aiter__"):
+        return value
+    if isinstance(value, Reject):
+        raise rejection("llm_stream", listener, value.reason)
+    raise HookError(
+        f"llm_stream hook {listener} must return an async iterator of chunks or reject(...), got {value!r}"
+    )
 
 
 async def _call(fn: Callable[..., Any], *args: Any) -> Any:
