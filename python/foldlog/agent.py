@@ -48,12 +48,15 @@ from foldlog.hooks import (
     RequestErrorContext,
     StreamContext,
     TurnStoppingContext,
-    rejection,
+    pre_step_decision,
+    request_decision,
+    request_error_decision,
     run_waterfall,
+    stream_decision,
 )
 from foldlog.inbox import Inbox
 from foldlog.options import Options
-from foldlog.providers.base import Request, ToolCall, Usage
+from foldlog.providers.base import Request, ToolCall, Usage, chunk_data
 from foldlog.tools.registry import Tool, ToolRegistry
 from foldlog.tools.runner import CallResult, ToolRunner
 
@@ -83,6 +86,8 @@ class _Stream:
     calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
     finish: str | None = None
+    # seqs of the `assistant/chunk` events recorded for this stream (Options.record_chunks)
+    chunks: list[int] | None = None
 
 
 @dataclass(slots=True)
@@ -205,10 +210,13 @@ class Agent:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(prompt))
-        raise RuntimeError(
-            "Agent.run_sync() cannot be called from a running event loop; use await agent.run()"
-        )
+            pass  # no loop: the normal case. (Running the agent in here would chain every error
+            # it raises to this "no running event loop" error.)
+        else:
+            raise RuntimeError(
+                "Agent.run_sync() cannot be called from a running event loop; use await agent.run()"
+            )
+        return asyncio.run(self.run(prompt))
 
     async def run(self, prompt: str | Mapping[str, Any] | None = None) -> str:
         """Queue ``prompt`` as a follow-up and run turns until no work is owed; the last answer."""
@@ -335,7 +343,7 @@ class Agent:
         async def default() -> Enter:
             return Enter(tuple(ctx.messages))
 
-        decision = await self._waterfall("pre_step", hooks, ctx, default, _pre_step_decision)
+        decision = await self._waterfall("pre_step", hooks, ctx, default, pre_step_decision)
         if isinstance(decision, Reject):
             raise _TurnEnd("blocked", {"message": decision.reason}, decision.reason)
         if not decision.messages and step == 1:
@@ -392,7 +400,7 @@ class Agent:
             return ctx.params
 
         out: dict[str, Any] = await self._waterfall(
-            "request", self.hooks.request_hooks, ctx, default, _request_decision
+            "request", self.hooks.request_hooks, ctx, default, request_decision
         )
         return out
 
@@ -455,7 +463,7 @@ class Agent:
                             ectx,
                             stand,
                             "request_error",
-                            _request_error_decision,
+                            request_error_decision,
                         ),
                     )
                 except HookRefused:
@@ -472,7 +480,7 @@ class Agent:
             )
 
     async def _stream(self, request: Request, turn: int, step: int) -> _Stream:
-        st = _Stream()
+        st = _Stream(chunks=[] if self.options.record_chunks else None)
         if self._open is not None:
             self._open.stream = st
         if self.hooks.llm_stream_hooks:
@@ -485,14 +493,21 @@ class Agent:
                 self.hooks.llm_stream_hooks,
                 StreamContext(self, request),
                 base,
-                _stream_decision,
+                stream_decision,
             )
         else:
             stream = self.provider.stream(request)
         emit = self._emit
+        recorded = st.chunks
         try:
             async for chunk in stream:
                 kind = chunk.kind
+                if recorded is not None:
+                    recorded.append(
+                        self._append(
+                            "assistant/chunk", {"turn": turn, "step": step, "chunk": chunk_data(chunk)}
+                        )
+                    )
                 if kind == "text":
                     st.text.append(chunk.text)
                     emit(Text(chunk.text, turn, step))
@@ -551,7 +566,7 @@ class Agent:
         data: dict[str, Any] = {"turn": turn, "step": step, "message": message}
         if st.usage is not None:
             data["usage"] = st.usage.to_dict()
-        self._append("assistant/message", data, surface_op="append")
+        self._append("assistant/message", data, surface_op="append", sources=st.chunks)
         if self._open is not None:
             self._open.stream = None
         if st.usage is not None:
@@ -573,7 +588,7 @@ class Agent:
         data: dict[str, Any] = {"turn": turn, "step": step, "message": message, "interrupted": True}
         if st is not None and st.usage is not None:
             data["usage"] = st.usage.to_dict()
-        self._append("assistant/message", data, surface_op="append")
+        self._append("assistant/message", data, surface_op="append", sources=st.chunks if st else None)
 
     def _report_usage(self, u: Usage) -> None:
         self.last_usage = u
@@ -713,36 +728,6 @@ class Agent:
             self._emit(Notice(f"compaction failed: {e}", "warn"))
         except Exception as e:
             self._emit(Notice(f"compaction failed: {type(e).__name__}: {e}", "warn"))
-
-
-def _pre_step_decision(value: Any, listener: str) -> Enter | Reject:
-    if isinstance(value, Enter | Reject):
-        return value
-    raise HookError(f"pre_step hook {listener} must return enter(...) or reject(...), got {value!r}")
-
-
-def _request_decision(value: Any, listener: str) -> dict[str, Any]:
-    if isinstance(value, dict):
-        return value
-    if isinstance(value, Reject):
-        raise rejection("request", listener, value.reason)
-    raise HookError(f"request hook {listener} must return the params dict or reject(...), got {value!r}")
-
-
-def _request_error_decision(value: Any, listener: str) -> str:
-    if value in (RETRY, RAISE):
-        return str(value)
-    raise HookError(f'request_error hook {listener} must return "retry" or "raise", got {value!r}')
-
-
-def _stream_decision(value: Any, listener: str) -> Any:
-    if hasattr(value, "__aiter__"):
-        return value
-    if isinstance(value, Reject):
-        raise rejection("llm_stream", listener, value.reason)
-    raise HookError(
-        f"llm_stream hook {listener} must return an async iterator of chunks or reject(...), got {value!r}"
-    )
 
 
 async def _call(fn: Callable[..., Any], *args: Any) -> Any:

@@ -284,6 +284,36 @@ async def run_waterfall(
     return await call(0)
 
 
+def pre_step_decision(value: Any, listener: str) -> Enter | Reject:
+    if isinstance(value, Enter | Reject):
+        return value
+    raise HookError(f"pre_step hook {listener} must return enter(...) or reject(...), got {value!r}")
+
+
+def request_decision(value: Any, listener: str) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, Reject):
+        raise rejection("request", listener, value.reason)
+    raise HookError(f"request hook {listener} must return the params dict or reject(...), got {value!r}")
+
+
+def request_error_decision(value: Any, listener: str) -> str:
+    if value in (RETRY, RAISE):
+        return str(value)
+    raise HookError(f'request_error hook {listener} must return "retry" or "raise", got {value!r}')
+
+
+def stream_decision(value: Any, listener: str) -> Any:
+    if hasattr(value, "__aiter__"):
+        return value
+    if isinstance(value, Reject):
+        raise rejection("llm_stream", listener, value.reason)
+    raise HookError(
+        f"llm_stream hook {listener} must return an async iterator of chunks or reject(...), got {value!r}"
+    )
+
+
 def _name(fn: Callable[..., Any]) -> str:
     return getattr(fn, "__qualname__", None) or repr(fn)
 
@@ -408,4 +438,5 @@ __all__ = [
     "enter",
     "reject",
     "replace",
+    "run_waterfall",
 ]

@@ -119,6 +119,25 @@ class ErrorChunk:
 Chunk = TextDelta | ReasoningDelta | ToolCallStart | ToolCallChunk | UsageChunk | Done | ErrorChunk
 
 
+def chunk_data(chunk: Chunk) -> dict[str, Any]:
+    """A stream chunk as the data of an ``assistant/chunk`` event (kinds named as in the seed's
+    example log: ``text-delta``, ``tool-call-delta``, …)."""
+    if isinstance(chunk, TextDelta):
+        return {"type": "text-delta", "text": chunk.text}
+    if isinstance(chunk, ReasoningDelta):
+        return {"type": "reasoning-delta", "text": chunk.text}
+    if isinstance(chunk, ToolCallStart):
+        return {"type": "tool-call-start", "index": chunk.index, "id": chunk.id, "name": chunk.name}
+    if isinstance(chunk, ToolCallChunk):
+        c = chunk.call
+        return {"type": "tool-call-delta", "id": c.id, "name": c.name, "arguments": c.arguments}
+    if isinstance(chunk, UsageChunk):
+        return {"type": "usage", "usage": chunk.usage.to_dict()}
+    if isinstance(chunk, Done):
+        return {"type": "finish", "reason": chunk.finish_reason}
+    return {"type": "error", "message": f"{type(chunk.error).__name__}: {chunk.error}"}
+
+
 @dataclass(frozen=True, slots=True)
 class Request:
     """One chat-completion request. ``messages`` is exactly the session's wire messages.
