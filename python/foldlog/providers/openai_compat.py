@@ -121,6 +121,8 @@ class OpenAICompatible:
         self.max_connections = max_connections
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        # every request sent to the endpoint, retries and replays included (the CLI's usage line)
+        self.requests_sent = 0
 
     # --- identity (never shows the key or the headers) -------------------------------------
 
@@ -395,6 +397,7 @@ class OpenAICompatible:
         attempt = 0
         while True:
             retry_headers: Mapping[str, str] | None = None
+            self.requests_sent += 1
             try:
                 response = await client.send(
                     client.build_request("POST", self.url, content=payload, headers=length), stream=True
