@@ -92,7 +92,7 @@ def convert(path: str | Path) -> list[Conversation]:
     boundary: dict[str, Any] | None = None
     meta: dict[str, Any] = {"format": FORMAT, "source": str(path)}
     session_id: str | None = None
-    for number, rec in iter_jsonl(path):
+    for number, rec in iter_jsonl(path, "Claude Code transcripts"):
         kind = rec.get("type")
         expect(isinstance(kind, str), 'record without a "type"', path, number)
         if kind not in ("user", "assistant", "system"):

@@ -155,7 +155,7 @@ class _Converter:
             self.b.tool_result(item.get("call_id"), content)
 
     def run(self) -> list[Conversation]:
-        for number, rec in iter_jsonl(self.path):
+        for number, rec in iter_jsonl(self.path, "Codex rollouts"):
             kind = rec.get("type")
             expect(isinstance(kind, str), 'record without a "type"', self.path, number)
             payload = need_dict(rec.get("payload"), 'record without a "payload" object', self.path, number)

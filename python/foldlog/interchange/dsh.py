@@ -67,7 +67,7 @@ def _assistant(b: EventBuilder, data: Mapping[str, Any], path: str | Path, line:
 
 def convert(path: str | Path) -> list[Conversation]:
     b = EventBuilder()
-    for number, rec in iter_jsonl(path):
+    for number, rec in iter_jsonl(path, "dsh logs"):
         b.line = number
         kind = rec.get("type")
         data = rec.get("data")

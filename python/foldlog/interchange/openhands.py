@@ -145,7 +145,7 @@ def convert(path: str | Path) -> list[Conversation]:
     base = {"format": FORMAT, "source": str(path)}
     if Path(path).suffix == ".jsonl":
         out: list[Conversation] = []
-        for number, rec in iter_jsonl(path):
+        for number, rec in iter_jsonl(path, "OpenHands evaluation outputs (.jsonl)"):
             history = need_list(rec.get("history"), 'record without a "history" array', path, number)
             ident = rec.get("instance_id") or f"{Path(path).stem}-{number}"
             meta = {**base, "line": number}
