@@ -57,6 +57,8 @@ from foldlog.hooks import (
 from foldlog.inbox import Inbox
 from foldlog.options import Options
 from foldlog.providers.base import Request, ToolCall, Usage, chunk_data
+from foldlog.providers.content import ContentScan
+from foldlog.tools.content import render_text
 from foldlog.tools.registry import Tool, ToolRegistry
 from foldlog.tools.runner import CallResult, ToolRunner
 
@@ -153,6 +155,7 @@ class Agent:
         self._header_model: Any = _UNSET
         self._header_params: dict[str, Any] = {}
         self._open: _Step | None = None
+        self._content = ContentScan()  # the non-text blocks of the requests, kept incrementally
         self.last_usage: Usage | None = None
         self.last_prompt_tokens: int | None = None
 
@@ -419,14 +422,16 @@ class Agent:
             await self._flush()
             style = _wire_style(self.provider)
             wire = self.session.wire_request(style) if style is not None else None
+            messages = wire.messages if wire is not None else self.session.wire_messages()
             request = Request(
-                messages=wire.messages if wire is not None else self.session.wire_messages(),
+                messages=messages,
                 tools=tools,
                 model=model,
                 max_tokens=max_tokens,
                 temperature=temperature,
                 params=params,
                 wire=wire,
+                content=self._content.index(messages),
             )
             if self.options.check_invariants:
                 self._check_invariant(request)
@@ -617,7 +622,9 @@ class Agent:
             self._open.calls.append((c, seq))
             self._emit(ToolDispatch(c.id, c.name, c.arguments))
 
-    def _log_result(self, content: str, is_error: bool, meta: Mapping[str, Any] | None = None) -> None:
+    def _log_result(
+        self, content: str | list[dict[str, Any]], is_error: bool, meta: Mapping[str, Any] | None = None
+    ) -> None:
         st = self._open
         assert st is not None
         call, seq = st.calls[st.results_logged]
@@ -634,7 +641,7 @@ class Agent:
             # e.g. utf8Replaced / omittedBytes: what was done to the output to make it loggable
             data["meta"] = dict(meta)
         self._append("tool/result", data, surface_op="append", sources=[seq])
-        self._emit(ToolResult(call.id, call.name, content, is_error))
+        self._emit(ToolResult(call.id, call.name, render_text(content), is_error))
 
     def _fill_results(
         self, content: str, done: Mapping[int, CallResult] | None = None, started: set[int] | None = None

@@ -93,7 +93,7 @@ class Accept:
 
 @dataclass(frozen=True, slots=True)
 class Replace:
-    content: str
+    content: str | list[dict[str, Any]]
     is_error: bool = False
 
 
@@ -106,7 +106,7 @@ def accept() -> Accept:
     return Accept()
 
 
-def replace(content: str, is_error: bool = False) -> Replace:
+def replace(content: str | list[dict[str, Any]], is_error: bool = False) -> Replace:
     return Replace(content, is_error)
 
 
@@ -176,9 +176,10 @@ class ToolContext:
 
 @dataclass(slots=True)
 class ToolOutcome:
-    """A tool's result. ``meta`` goes to the ``tool/result`` event's ``meta`` (e.g. ``utf8Replaced``)."""
+    """A tool's result: text, or a list of content blocks (``foldlog.tools.content``: text and
+    images, …). ``meta`` goes to the ``tool/result`` event's ``meta`` (e.g. ``utf8Replaced``)."""
 
-    content: str
+    content: str | list[dict[str, Any]]
     is_error: bool = False
     meta: dict[str, Any] = field(default_factory=dict)
 

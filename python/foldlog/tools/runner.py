@@ -37,6 +37,7 @@ from foldlog.hooks import (
     ToolOutcome,
     run_waterfall,
 )
+from foldlog.tools.content import MalformedContent, cap_blocks, check_blocks, looks_like_blocks
 from foldlog.tools.output import HeadTail, cap_output, cap_text, clean_text, utf8_len
 
 if TYPE_CHECKING:
@@ -73,9 +74,12 @@ def to_text(value: Any) -> str:
 
 
 def to_outcome(value: Any, limit: int) -> ToolOutcome:
-    """A tool's return value as a result; bytes are capped before they are decoded (never whole)."""
+    """A tool's return value as a result; bytes are capped before they are decoded (never whole);
+    a list of content blocks stays a list (``foldlog.tools.content``)."""
     if isinstance(value, ToolOutcome):
         return value
+    if looks_like_blocks(value):
+        return ToolOutcome(list(value))
     if isinstance(value, bytes | bytearray | memoryview):
         kept = HeadTail(limit)
         kept.feed(value)
@@ -87,14 +91,19 @@ def to_outcome(value: Any, limit: int) -> ToolOutcome:
     return ToolOutcome(to_text(value))
 
 
-def bounded(outcome: ToolOutcome, limit: int) -> tuple[str, dict[str, Any]]:
-    """The outcome's content as it may be logged (no lone surrogates, within ``limit``) and its meta."""
+def bounded(outcome: ToolOutcome, limit: int) -> tuple[str | list[dict[str, Any]], dict[str, Any]]:
+    """The outcome's content as it may be logged (no lone surrogates, text within ``limit``) and
+    its meta. Content blocks are checked first: :class:`MalformedContent` names the bad one."""
     meta = dict(outcome.meta)
-    # capped first: only what is kept gets scanned for lone surrogates
-    content, omitted = cap_text(outcome.content, limit)
+    content: str | list[dict[str, Any]]
+    if isinstance(outcome.content, str):
+        # capped first: only what is kept gets scanned for lone surrogates
+        content, omitted = cap_text(outcome.content, limit)
+        content, replaced = clean_text(content)
+    else:
+        content, omitted, replaced = cap_blocks(check_blocks(outcome.content), limit)
     if omitted:
         meta["omittedBytes"] = meta.get("omittedBytes", 0) + omitted
-    content, replaced = clean_text(content)
     if replaced:
         meta["utf8Replaced"] = meta.get("utf8Replaced", 0) + replaced
     return content, meta
@@ -148,7 +157,7 @@ def _in_thread(fn: Callable[..., Any], kwargs: Mapping[str, Any], name: str) -> 
 @dataclass(slots=True)
 class CallResult:
     call: ToolCall
-    content: str
+    content: str | list[dict[str, Any]]
     is_error: bool
     meta: dict[str, Any] = field(default_factory=dict)
 
@@ -219,13 +228,20 @@ class ToolRunner:
             self._guard_key, self._guard_runs = key, 1
         if self._guard_runs >= LOOP_GUARD_RUNS:
             first = results[0]
-            first.content = LOOP_GUARD_LINE.format(n=self._guard_runs) + "\n" + first.content
+            line = LOOP_GUARD_LINE.format(n=self._guard_runs)
+            if isinstance(first.content, str):
+                first.content = line + "\n" + first.content
+            else:
+                first.content = [{"type": "text", "text": line}, *first.content]
 
     async def _run_one(
         self, call: ToolCall, limit: int, timeout: float | None, turn: int, step: int
     ) -> CallResult:
         outcome = await self._execute(call, limit, timeout, turn, step)
-        content, meta = bounded(outcome, limit)
+        try:
+            content, meta = bounded(outcome, limit)
+        except MalformedContent as e:  # never a crash: the model is told what was wrong
+            return CallResult(call, f"error: {call.name} returned malformed content blocks: {e}", True)
         return CallResult(call, content, outcome.is_error, meta)
 
     async def _execute(

@@ -161,10 +161,11 @@ pub fn project<'a>(ev: &Event, tool_call: impl Fn(u64) -> Option<&'a Event>) -> 
             if let Some(name) = name {
                 m.insert("name".into(), name.into());
             }
-            let content = msg.get("content").unwrap_or(&Value::Null);
+            // a result holding images or documents keeps its blocks (sent as chat completions
+            // take them: wire.rs); text-only content is a string
             m.insert(
                 "content".into(),
-                Value::String(text_of(content).unwrap_or_else(|| content.to_string())),
+                content_value(msg.get("content").unwrap_or(&Value::Null)),
             );
         }
         _ => return None,
