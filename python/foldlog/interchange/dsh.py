@@ -90,7 +90,7 @@ def convert(path: str | Path) -> list[Conversation]:
             assert isinstance(msg, Mapping)
             b.tool_result(
                 msg.get("toolCallId"),
-                text_of(msg.get("content")),
+                b.content(msg.get("content")),
                 name=msg.get("toolName"),
                 is_error=bool(msg.get("isError") or data.get("error")),
             )
