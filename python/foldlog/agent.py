@@ -431,7 +431,8 @@ class Agent:
                 temperature=temperature,
                 params=params,
                 wire=wire,
-                content=self._content.index(messages),
+                # indexed only for a provider that checks what it can send (a cost per request)
+                content=self._content.index(messages) if _checks_content(self.provider) else None,
             )
             if self.options.check_invariants:
                 self._check_invariant(request)
@@ -751,6 +752,10 @@ def _text_of(m: Mapping[str, Any]) -> str:
     if isinstance(c, list):
         return "".join(b.get("text", "") for b in c if isinstance(b, Mapping))
     return ""
+
+
+def _checks_content(provider: Any) -> bool:
+    return getattr(provider, "content_types", None) is not None
 
 
 def _wire_style(provider: Any) -> str | None:

@@ -29,7 +29,10 @@ fn sent(messages: &[Value]) -> Vec<Value> {
         let want: Vec<Value> = out.iter().map(|m| styled(m, style)).collect();
         let mut bytes = Vec::new();
         body::write_value(&Value::Array(want), &mut bytes);
-        assert_eq!(String::from_utf8(joined).unwrap(), String::from_utf8(bytes).unwrap());
+        assert_eq!(
+            String::from_utf8(joined).unwrap(),
+            String::from_utf8(bytes).unwrap()
+        );
     }
     out
 }
@@ -102,7 +105,18 @@ fn a_tool_result_with_images_keeps_its_text_and_the_images_follow_the_steps_resu
     ];
     let out = sent(&msgs);
     let roles: Vec<&str> = out.iter().map(|m| m["role"].as_str().unwrap()).collect();
-    assert_eq!(roles, ["system", "user", "assistant", "tool", "tool", "user", "assistant"]);
+    assert_eq!(
+        roles,
+        [
+            "system",
+            "user",
+            "assistant",
+            "tool",
+            "tool",
+            "user",
+            "assistant"
+        ]
+    );
     assert_eq!(
         out[3]["content"],
         "the login page\n1280x800\n[this result also holds 1 attachment(s) (image); they follow in a user message]"
@@ -150,7 +164,9 @@ fn arb_content() -> impl Strategy<Value = Value> {
         "[a-z]{0,4}".prop_map(|t| json!({"type": "text", "text": t})),
         "[A-Z]{1,4}".prop_map(|d| image(&d)),
         Just(json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,AA"}})),
-        Just(json!({"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JV"}})),
+        Just(
+            json!({"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JV"}})
+        ),
     ];
     prop_oneof![
         "[a-z]{0,4}".prop_map(Value::from),
