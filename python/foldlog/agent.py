@@ -41,6 +41,7 @@ from foldlog.hooks import (
     RAISE,
     RETRY,
     Enter,
+    HookedProvider,
     Hooks,
     PreStepContext,
     Reject,
@@ -721,7 +722,13 @@ class Agent:
             opts = self.options
             if opts.context_window is None and getattr(self.provider, "context_window", None):
                 opts = dataclasses.replace(opts, context_window=self.provider.context_window)
-            self._compactor = Compactor(self.session, self.provider, opts, self._emit)
+            # summary calls are provider streams too: they pass through the llm_stream hooks
+            if opts.summary_provider is not None:
+                opts = dataclasses.replace(
+                    opts, summary_provider=HookedProvider(self, opts.summary_provider, "compaction")
+                )
+            provider = HookedProvider(self, self.provider, "compaction")
+            self._compactor = Compactor(self.session, provider, opts, self._emit)
         return self._compactor
 
     async def _maybe_compact(self) -> None:

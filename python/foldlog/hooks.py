@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -193,8 +193,11 @@ class PostExecuteContext:
 
 @dataclass(slots=True)
 class StreamContext:
+    """``purpose``: ``"step"`` (the agent's own request) or ``"compaction"`` (a summary call)."""
+
     agent: Agent
     request: Request
+    purpose: Literal["step", "compaction"] = "step"
 
 
 # --- dispatch --------------------------------------------------------------------------------
@@ -313,6 +316,42 @@ def stream_decision(value: Any, listener: str) -> Any:
     raise HookError(
         f"llm_stream hook {listener} must return an async iterator of chunks or reject(...), got {value!r}"
     )
+
+
+class HookedProvider:
+    """A provider whose every stream passes through an agent's ``llm_stream`` hooks: what the
+    agent hands its compactor, so a summary call is no way around a stream policy. Everything
+    else is the wrapped provider's."""
+
+    def __init__(self, agent: Agent, provider: Any, purpose: Literal["step", "compaction"]) -> None:
+        self._agent = agent
+        self._provider = provider
+        self._purpose = purpose
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._provider, name)
+
+    def __repr__(self) -> str:
+        return f"HookedProvider({self._provider!r})"
+
+    async def stream(self, request: Request) -> AsyncIterator[Any]:
+        listeners = self._agent.hooks.llm_stream_hooks
+        provider = self._provider
+
+        async def base() -> Any:
+            return provider.stream(request)
+
+        # a refusal raises HookRefused here: the caller's call fails (a summary falls back)
+        stream = await run_waterfall(
+            listeners, StreamContext(self._agent, request, self._purpose), base, "llm_stream", stream_decision
+        )
+        try:
+            async for chunk in stream:
+                yield chunk
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
 
 
 def _name(fn: Callable[..., Any]) -> str:

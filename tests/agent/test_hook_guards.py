@@ -420,3 +420,48 @@ def test_a_sub_agent_runs_under_its_parents_tool_policies(session: Session) -> N
     assert refused == ["c1"] and run.tool_runs == 0
     child_result = p.requests[2].messages[-1]
     assert child_result["role"] == "tool" and "probe is not allowed" in child_result["content"]
+
+
+# --- compaction: a summary call is a provider stream too ------------------------------------
+
+
+def _compacting_agent(policy: Callable[..., Any]) -> tuple[Agent, Scripted, list[Any]]:
+    import asyncio
+
+    from foldlog import Options
+
+    s = Session(system="You summarise.")
+    for i in range(6):
+        s.add({"role": "user", "content": f"question {i}: " + "words " * 300})
+        s.add({"role": "assistant", "content": f"answer {i}: " + "more " * 300})
+    summarizer = Scripted([{"content": "## Goal\n- answer questions"}] * 2)
+    events: list[Any] = []
+    opts = Options(context_window=4000, summary_provider=summarizer, prune_min_bytes=10**9)
+    agent = Agent(Scripted([]), [], s, opts, sink=events.append)
+    agent.hooks.llm_stream(policy)
+    asyncio.run(agent.compact())
+    return agent, summarizer, events
+
+
+def test_compaction_summary_calls_pass_through_the_llm_stream_hooks() -> None:
+    from foldlog.events import CompactionDone
+
+    purposes: list[str] = []
+
+    async def recorder(ctx: Any, next: Any) -> Any:
+        purposes.append(ctx.purpose)
+        return await next()
+
+    _, summarizer, events = _compacting_agent(recorder)
+    assert purposes == ["compaction"] and summarizer.calls == 1
+    [done] = [e for e in events if isinstance(e, CompactionDone)]
+    assert not done.mechanical
+
+    async def no_summaries(ctx: Any, next: Any) -> Any:
+        if ctx.purpose != "compaction":
+            return await next()  # the policy refuses only summary calls (nothing returned below)
+
+    _, summarizer, events = _compacting_agent(no_summaries)
+    assert summarizer.calls == 0  # refused: the summariser never saw a request
+    [done] = [e for e in events if isinstance(e, CompactionDone)]
+    assert done.mechanical  # the fold still happens, mechanically
