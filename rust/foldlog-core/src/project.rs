@@ -161,8 +161,8 @@ pub fn project<'a>(ev: &Event, tool_call: impl Fn(u64) -> Option<&'a Event>) -> 
             if let Some(name) = name {
                 m.insert("name".into(), name.into());
             }
-            // a result holding images or documents keeps its blocks (sent as chat completions
-            // take them: wire.rs); text-only content is a string
+            // text-only content as a string (as always); with an image or another non-text
+            // block, the list of blocks as recorded
             m.insert(
                 "content".into(),
                 content_value(msg.get("content").unwrap_or(&Value::Null)),
