@@ -201,6 +201,7 @@ def cmd_import(args: argparse.Namespace) -> int:
                 **conv.counts.as_dict(),
                 "needs_repair": check.normalized_dirty,
                 "repair": {k: v for k, v in check.repair_report.items() if v and k != "events_added"},
+                "warnings": list(conv.warnings),
             }
         )
     if args.json:
@@ -213,6 +214,7 @@ def cmd_import(args: argparse.Namespace) -> int:
                 f"{item['tool_calls']} tool calls, {item['tool_results']} tool results, "
                 f"{item['compactions']} compactions"
                 + (_repair_note(item["repair"]) if item["needs_repair"] else "")
+                + "".join(f"\n  warning: {w}" for w in item["warnings"])
             )
     return EXIT_OK
 
