@@ -1,13 +1,16 @@
 """B4: plan a compaction of a 100k-message history.
 
 foldlog: the Rust planner over cached per-message token counts (``PlanHistory.plan``), and the cold
-path that first builds the planner input from the chat messages. Peer: LangChain's
-``trim_messages`` with ``count_tokens_approximately`` choosing the recent tail under the same budget.
+path where the core first builds the planner input from the session's log, estimating every
+message's tokens (``Session.plan_history`` with a model without an exact tokenizer). Peer:
+LangChain's ``trim_messages`` with ``count_tokens_approximately`` choosing the recent tail under the
+same budget (it counts every message on every call).
 
 The history is built from the real transcripts in ``../shared/corpus`` (Claude Code, Codex,
-τ-bench), repeated with fresh call ids until it holds 100k messages. Both sides get the same token
-counts (LangChain's approximate counter, cached per message for foldlog), and the answers are
-checked before timing: the same tail (up to one call group, which foldlog keeps whole).
+τ-bench), repeated with fresh call ids until it holds 100k messages, and recorded in a session. For
+the answer check both sides get the same token counts (LangChain's approximate counter, given to
+foldlog's planner input with ``PlanHistory.with_tokens``): the same tail (up to one call group, which
+foldlog keeps whole).
 
 pytest benches/bench_plan.py --benchmark-only
 python benches/bench_plan.py [--messages 100000] [--rounds 7]
@@ -34,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.compaction.corpus_histories import all_histories, corpus_dir
 
-from foldlog import planning
+from foldlog import Session
 
 N_MESSAGES = 100_000
 WINDOW = 1_000_000
@@ -94,6 +97,18 @@ def cached_counts(n: int = N_MESSAGES) -> list[int]:
     return [count_tokens_approximately([m]) for m in langchain_messages(n)]
 
 
+# a model without an exact tokenizer: the core estimates every message
+ESTIMATE_MODEL = "no-exact-tokenizer"
+
+
+@cache
+def session(n: int = N_MESSAGES) -> Session:
+    s = Session()
+    for m in workload(n):
+        s.add(m)
+    return s
+
+
 def plan_settings() -> dict[str, Any]:
     # pinning and keeping user turns are foldlog features LangChain lacks; the tail rule is compared
     return {"context_window": WINDOW, "tail_tokens": TAIL, "min_recent_keep": 1, "pinned_user_turn_tokens": 0}
@@ -118,7 +133,7 @@ def check_same_answer(n: int = N_MESSAGES) -> dict[str, Any]:
     """Both sides pick the same recent tail: LangChain drops a cut call group's results, foldlog
     moves back to keep the call with them; apart from that group the tails are identical."""
     msgs = workload(n)
-    history = planning.build_history(msgs, cached_counts(n))
+    history = session(n).plan_history(ESTIMATE_MODEL).with_tokens(cached_counts(n))
     plan = history.plan(**plan_settings())
     trimmed = langchain_trim(n)
     lc_tail = len(trimmed) - 1  # minus the system message
@@ -146,7 +161,7 @@ def _skip_without_peers() -> None:
 def prepared() -> Any:
     _skip_without_peers()
     info = check_same_answer()
-    history = planning.build_history(workload(), cached_counts())
+    history = session().plan_history(ESTIMATE_MODEL).with_tokens(cached_counts())
     return history, info
 
 
@@ -158,8 +173,8 @@ def test_b4_foldlog_plan_cached(benchmark: Any, prepared: Any) -> None:
 
 
 def test_b4_foldlog_plan_cold(benchmark: Any, prepared: Any) -> None:
-    msgs, counts = workload(), cached_counts()
-    plan = benchmark(lambda: planning.build_history(msgs, counts).plan(**plan_settings()))
+    s = session()
+    plan = benchmark(lambda: s.plan_history(ESTIMATE_MODEL).plan(**plan_settings()))
     assert plan.should_fold
 
 
@@ -185,8 +200,8 @@ def main() -> None:
     args = ap.parse_args()
     n = args.messages
     info = check_same_answer(n)
-    msgs, counts = workload(n), cached_counts(n)
-    history = planning.build_history(msgs, counts)
+    msgs, s = workload(n), session(n)
+    history = s.plan_history(ESTIMATE_MODEL).with_tokens(cached_counts(n))
     size = sum(len(str(m.get("content") or "")) for m in msgs)
     rows = [
         ("foldlog plan (cached counts)", _time(lambda: history.plan(**plan_settings()), args.rounds * 5)),
@@ -195,8 +210,8 @@ def main() -> None:
             _time(lambda: history.plan(**plan_settings()).fold, args.rounds * 5),
         ),
         (
-            "foldlog cold (build input + plan)",
-            _time(lambda: planning.build_history(msgs, counts).plan(**plan_settings()), args.rounds),
+            "foldlog cold (estimate every message, build input, plan)",
+            _time(lambda: s.plan_history(ESTIMATE_MODEL).plan(**plan_settings()), args.rounds),
         ),
         ("langchain trim_messages", _time(lambda: langchain_trim(n), args.rounds)),
     ]

@@ -5,9 +5,8 @@ counts:
 
 - foldlog, warm: the log carries each event's count in its envelope (``"tokens"``, written when a
   session with its model set flushes). ``Session.load`` → ``Session.plan_history()``: the
-  planner's input built in the core from the derived messages and the counts kept in the log
-  (no message is turned into a Python object; the same facts as ``planning.build_history`` over
-  ``derive_messages()``, checked by tests/compaction/test_plan_history_core.py) → the Rust
+  planner's input built in the core (its only builder) from the derived messages, the counts kept
+  in the log and the events' fold ops (no message is turned into a Python object) → the Rust
   planner → the request body (``wire_json()``);
 - foldlog, cold: the same on the log without counts (everything is tokenized);
 - peer (`resume_peer.py`): Python + orjson load and derive, Hugging Face ``tokenizers``
@@ -54,7 +53,6 @@ COUNTS_SOURCE = "the counts kept in the log, read by the core (Session.plan_hist
 def foldlog_resume(path: str) -> tuple[list[int], Any, bytes]:
     s = Session.load(path)
     history = s.plan_history(MODEL)
-    assert history is not None, f"{MODEL} has no exact tokenizer here"
     plan = history.plan(**SETTINGS)
     return history.tokens(), plan, s.wire_json()
 

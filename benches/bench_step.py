@@ -104,9 +104,7 @@ class Step:
         s = Session.from_bytes(data)
         s.model = MODEL
         s.token_count(MODEL, TOOLS)
-        counts = s.token_counts(MODEL)
-        assert counts is not None
-        planning.plan(s.derive_messages(), counts, **planning.plan_kwargs(self.options, force=False))
+        s.plan_history(MODEL).plan(**planning.plan_kwargs(self.options, force=False))
         return self.body(s)
 
 

@@ -88,12 +88,12 @@ def test_resume_baseline_gives_foldlogs_counts_plan_and_body(recorded: Path, hf_
 
     import bench_resume
     import resume_peer
-    from foldlog import Session, planning
+    from foldlog import Session
 
     counts, _, body = bench_resume.foldlog_resume(str(recorded))
     # a tail small enough that this short log has something to fold
     settings = {**bench_resume.SETTINGS, "tail_tokens": 2000}
-    _, plan = planning.plan(Session.load(recorded).derive_messages(), counts, **settings)
+    plan = Session.load(recorded).plan_history(bench_resume.MODEL).with_tokens(counts).plan(**settings)
     p_counts, p_plan, p_body = resume_peer.resume(str(recorded), hf_deepseek, 2000, bench_resume.KEEP)
     assert counts == p_counts
     assert plan.should_fold

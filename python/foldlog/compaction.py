@@ -2,8 +2,10 @@
 
 ``Compactor.maybe_compact`` is the trigger the agent calls after every tool batch and before it
 returns an answer (``spec/compaction.md``, "Trigger"); ``Compactor.compact`` runs one compaction
-(``Agent.compact`` → trigger ``manual``, forced). Planning is the Rust planner
-(:mod:`foldlog.planning`); the summary call and its fallback are :mod:`foldlog.summary`.
+(``Agent.compact`` → trigger ``manual``, forced). ``Compactor.plan`` is the planning call a
+compaction makes and a preview shows (``foldlog compact --dry-run``): the planner's input built by
+the core (``Session.plan_history``) with the session's tokenizer, planned by the Rust planner. The
+summary call and its fallback are :mod:`foldlog.summary`.
 
 What a fold records (nothing is ever deleted; the folded events stay in the log)::
 
@@ -26,17 +28,60 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from foldlog import planning, summary
-from foldlog.errors import CompactionError, FoldlogError
+from foldlog._frozen import thaw
+from foldlog.errors import CompactionError
 
 if TYPE_CHECKING:
+    from foldlog._core import CompactionPlan, PlanHistory
     from foldlog.options import Options
     from foldlog.providers.base import Provider, Usage
     from foldlog.session import Session
 
 ELISION = (
-    "[elided tool result — {name}, {n} bytes dropped to save context; "
+    planning.ELIDED_PREFIX + "{name}, {n} bytes dropped to save context; "
     "re-run the tool if the data is needed again]"
 )
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPreview:
+    """What a compaction of the current surface would do: the plan a run folds by.
+
+    ``Compactor.plan`` makes it and a run folds exactly what it says (the run's
+    :attr:`CompactionResult.preview` is the plan it used). Counts are the session's tokenizer's
+    (``tokenizer``: ``deepseek-v4``, ``cl100k``, ``o200k`` or ``estimate``); ``tokens_after`` is
+    without the digest, whose size is known only once it is written.
+    """
+
+    messages: int  # on the surface
+    pinned: int  # the verbatim prefix
+    kept: int  # region messages kept verbatim
+    folded: int  # region messages summarised (0 when the plan folds nothing)
+    tail: int  # the verbatim recent tail
+    tokens_before: int
+    tokens_after: int
+    skipped: str | None  # why nothing is folded (None: a fold)
+    tokenizer: str
+    history: PlanHistory = field(repr=False, compare=False)
+    plan: CompactionPlan = field(repr=False, compare=False)
+    seqs: tuple[int, ...] = field(repr=False, compare=False)
+
+    @property
+    def should_fold(self) -> bool:
+        return self.skipped is None
+
+    def describe(self) -> str:
+        """What the plan folds, for people: ``44 message(s) (keeping 0 of them in place, the first
+        1 pinned and the last 70 as the tail); 29,381 → 16,142 tokens before the digest
+        (deepseek-v4)``, or why nothing is folded."""
+        if not self.should_fold:
+            return f"nothing to fold ({self.skipped}; {self.tokens_before:,} tokens, {self.tokenizer})"
+        approx = "≈" if self.tokenizer == "estimate" else ""
+        return (
+            f"{self.folded} message(s) (keeping {self.kept} of them in place, the first {self.pinned} "
+            f"pinned and the last {self.tail} as the tail); {approx}{self.tokens_before:,} → "
+            f"{approx}{self.tokens_after:,} tokens before the digest ({self.tokenizer})"
+        )
 
 
 @dataclass(slots=True)
@@ -52,9 +97,11 @@ class CompactionResult:
     mechanical: bool = False
     archive: str | None = None
     tokens_before: int = 0
-    tokens_after: int = 0
+    tokens_after: int = 0  # with the digest
+    digest_tokens: int = 0
     skipped: str | None = None
     folded_seqs: list[int] = field(default_factory=list)
+    preview: CompactionPreview | None = None  # the plan the fold followed
 
 
 def unfinished_compaction(session: Any) -> dict[str, Any] | None:
@@ -72,8 +119,9 @@ class Compactor:
     """Keeps one session inside its context window.
 
     ``emit`` receives :mod:`foldlog.events` dataclasses (``Notice``, ``CompactionStarted``,
-    ``CompactionDone``, ``Usage`` with source ``compaction``). ``counter`` counts the tokens of
-    each message; by default the session's exact counts when it has them, else an estimate.
+    ``CompactionDone``, ``Usage`` with source ``compaction``). Tokens are counted with the
+    session's tokenizer for :attr:`model` (exact counts kept in the log, or the session's
+    calibrated estimate), through the core: the trigger, the plan and a preview of it count alike.
     """
 
     def __init__(
@@ -82,8 +130,6 @@ class Compactor:
         provider: Provider,
         options: Options | None = None,
         emit: Callable[[Any], Any] | None = None,
-        *,
-        counter: planning.TokenCounter | None = None,
     ) -> None:
         if options is None:
             from foldlog.options import Options
@@ -93,24 +139,37 @@ class Compactor:
         self.provider = provider
         self.options = options
         self._emit = emit or (lambda event: None)
-        self._counter = counter
-        self._fallback: planning.TokenCounter | None = None
         self._soft_noticed = False
+        #: auto-compactions that folded on consecutive steps (calls of `maybe_compact`)
         self.consecutive = 0
         self.stuck = False
-
-    # --- the trigger -----------------------------------------------------------------------
 
     @property
     def window(self) -> int:
         return int(self.options.context_window or getattr(self.provider, "context_window", None) or 0)
 
+    @property
+    def model(self) -> str | None:
+        """The model whose tokenizer counts: the session's (the agent sets it), else the options'
+        or the provider's; ``None`` leaves the choice to the session (its default model)."""
+        for candidate in (self.session.model, self.options.model, getattr(self.provider, "model", None)):
+            if isinstance(candidate, str) and candidate:
+                return candidate
+        return None
+
+    # --- the trigger -----------------------------------------------------------------------
+
     async def maybe_compact(self, prompt_tokens: int | None, tools: Sequence[Mapping[str, Any]] = ()) -> None:
         """Compact when the latest request's prompt passed ``compact_ratio`` of the window.
 
+        Called once per step (after every tool batch and before an answer is returned).
         ``prompt_tokens`` is the provider's count for the latest single request; ``None`` (no
-        usage reported) falls back to counting the derived messages and the tools locally.
-        Failures become a warning ``Notice``; nothing is raised but cancellation.
+        usage reported) falls back to the session's local count of the derived messages and the
+        tools. Failures become a warning ``Notice``; nothing is raised but cancellation.
+
+        The stuck guard counts auto-compactions that folded on consecutive steps: a step without
+        one resets the count; at ``stuck_limit`` auto-compaction pauses (a warning) until a
+        request fits under the trigger again.
         """
         window = self.window
         if window <= 0:
@@ -130,22 +189,23 @@ class Compactor:
         if self.stuck:
             return
         force = measured >= window * opts.force_compact_ratio
+        folded = False
         try:
             result = await self._run("auto", None, force, measured)
+            folded = result is not None and result.folded > 0
         except asyncio.CancelledError:
             raise
         except Exception as e:  # a failed compaction must never end the run
             self._notice(f"compaction failed: {e}", "warn")
-            return
-        if result is None or not result.folded:
-            return
-        self.consecutive += 1
+        finally:
+            self.consecutive = self.consecutive + 1 if folded else 0
         if self.consecutive >= opts.stuck_limit:
             self.stuck = True
             self._notice(
-                f"auto-compaction paused after {self.consecutive} compactions on consecutive steps: the "
-                f"{window:,}-token context window is too small for the recent tail plus the pinned prefix "
-                "(use a larger window, a smaller tail_tokens, or compact manually)",
+                f"auto-compaction paused: it folded on {self.consecutive} consecutive steps and the "
+                f"prompt was past {opts.compact_ratio:.0%} of the window again each time: the "
+                f"{window:,}-token context window is too small for the recent tail plus the pinned "
+                "prefix (use a larger window, a smaller tail_tokens, or compact manually)",
                 "warn",
             )
 
@@ -156,64 +216,34 @@ class Compactor:
         is nothing to fold."""
         return await self._run(trigger, focus, force, None)
 
-    # --- one compaction ----------------------------------------------------------------------
+    # --- planning ------------------------------------------------------------------------------
 
-    def _counts(self, messages: Sequence[Mapping[str, Any]]) -> list[int]:
-        if self._counter is not None:
-            return self._counter.count(messages)
-        exact = self._session_counts()
-        if exact is not None and len(exact) == len(messages):
-            return exact
-        if self._fallback is None:
-            self._fallback = planning.model_counter(getattr(self.provider, "model", None))
-        # not planning.token_counts: the session's counts are for its own model, not the provider's
-        return self._fallback.count(messages)
+    def plan(self, *, force: bool = False) -> CompactionPreview:
+        """Plan a compaction of the current surface: the call a compaction makes before it folds
+        (and again after pruning), so a preview is what the run will do.
 
-    def _exact_model(self) -> str | None:
-        """The provider's model when the session can count it exactly from its per-event cache."""
-        from foldlog.tokens import Tokenizer
-
-        model = getattr(self.provider, "model", None)
-        if not isinstance(model, str) or not hasattr(self.session, "token_counts"):
-            return None
-        try:
-            return model if Tokenizer.for_model(model).exact else None
-        except FoldlogError:  # the tokenizer data is missing: plan on the estimate
-            return None
-
-    def _session_counts(self) -> list[int] | None:
-        model = self._exact_model()
-        return self.session.token_counts(model) if model is not None else None
-
-    def _local_prompt_tokens(self, tools: Sequence[Mapping[str, Any]]) -> int:
-        if self._counter is None:
-            model = self._exact_model()
-            if model is not None:
-                # the session's running total: O(new messages) per step, exact, with the tools
-                return self.session.token_count(model, tools)
-        return sum(self._counts(self.session.derive_messages())) + planning.EstimateCounter().count_tools(
-            tools
+        ``compact(force=True)`` (manual compaction, ``foldlog compact``) folds
+        ``plan(force=True)``."""
+        history = self.session.plan_history(self.model)
+        seqs = tuple(self.session.surface_seqs())
+        if len(seqs) != len(history):
+            raise CompactionError(f"the session planned {len(history)} messages but {len(seqs)} surface seqs")
+        plan = history.plan(**planning.plan_kwargs(self._plan_options(), force=force))
+        n = len(history)
+        return CompactionPreview(
+            messages=n,
+            pinned=plan.head,
+            kept=len(plan.kept),
+            folded=plan.fold_count if plan.should_fold else 0,
+            tail=n - plan.tail_start,
+            tokens_before=plan.tokens_before,
+            tokens_after=plan.tokens_after,
+            skipped=plan.skipped,
+            tokenizer=self.session.tokenizer(self.model).name,
+            history=history,
+            plan=plan,
+            seqs=seqs,
         )
-
-    def _plan(self, force: bool) -> tuple[Any, Any, list[int], list[int], tuple[Mapping[str, Any], ...]]:
-        messages = self.session.derive_messages()
-        seqs = self.session.surface_seqs()
-        if len(seqs) != len(messages):
-            raise CompactionError(
-                f"the session derived {len(messages)} messages but {len(seqs)} surface seqs"
-            )
-        settings = planning.plan_kwargs(self._plan_options(), force=force)
-        model = self._exact_model() if self._counter is None else None
-        if model is not None:
-            # exact counts: the core builds the planner's input from the messages it derived
-            # and the counts it keeps (same facts as planning.build_history, no Python pass)
-            history = self.session.plan_history(model)
-            if history is not None and len(history) == len(messages):
-                tokens = history.tokens()
-                return history, history.plan(**settings), seqs, tokens, messages
-        tokens = self._counts(messages)
-        history, plan = planning.plan(messages, tokens, **settings)
-        return history, plan, seqs, tokens, messages
 
     def _plan_options(self) -> Any:
         opts = self.options
@@ -223,31 +253,37 @@ class Compactor:
 
         return dataclasses.replace(opts, context_window=self.window)
 
+    def _local_prompt_tokens(self, tools: Sequence[Mapping[str, Any]]) -> int:
+        # the session's running total (exact tokenizers: O(new messages) per step), with the tools
+        return self.session.token_count(self.model, tools)
+
+    # --- one compaction ----------------------------------------------------------------------
+
     async def _run(
         self, trigger: str, focus: str | None, force: bool, measured: int | None
     ) -> CompactionResult | None:
         from foldlog.events import CompactionDone, CompactionStarted
 
         opts = self.options
-        history, plan, seqs, tokens, messages = self._plan(force)
-        prune = history.prune_candidates(plan, opts.prune_min_bytes) if trigger == "auto" else []
-        if not plan.should_fold and not prune:
+        planned = self.plan(force=force)
+        prune = (
+            planned.history.prune_candidates(planned.plan, opts.prune_min_bytes) if trigger == "auto" else []
+        )
+        if not planned.should_fold and not prune:
             if trigger != "auto":
-                self._notice(f"nothing to compact ({plan.skipped})")
+                self._notice(f"nothing to compact ({planned.skipped})")
             return None
 
         number = self.session.events.types().count("compaction/start") + 1
         cid = f"compaction-{number}"
-        result = CompactionResult(cid, trigger, tokens_before=plan.tokens_before)
+        result = CompactionResult(cid, trigger, tokens_before=planned.tokens_before)
         self._emit(CompactionStarted(trigger, focus))
         start: dict[str, Any] = {"id": cid, "trigger": trigger}
         if focus:
             start["focus"] = focus
         self.session.append_event("compaction/start", start)
         try:
-            end = await self._body(
-                result, plan, seqs, tokens, messages, prune, measured, force, number, focus
-            )
+            end = await self._body(result, planned, prune, measured, force, number, focus)
         except BaseException as e:
             # the fold lands in one append or not at all; close the compaction with the error
             why = "cancelled" if isinstance(e, asyncio.CancelledError) else f"{type(e).__name__}: {e}"
@@ -261,10 +297,7 @@ class Compactor:
     async def _body(
         self,
         result: CompactionResult,
-        plan: Any,
-        seqs: Sequence[int],
-        tokens: Sequence[int],
-        messages: Sequence[Mapping[str, Any]],
+        planned: CompactionPreview,
         prune: Sequence[int],
         measured: int | None,
         force: bool,
@@ -274,18 +307,18 @@ class Compactor:
         """Prune, then fold; returns the ``compaction/end`` data."""
         cid = result.id
         if prune:
-            saved = self._prune(messages, seqs, tokens, prune)
+            saved = self._prune(planned, prune)
             result.pruned = len(prune)
             self._notice(f"elided {len(prune)} large tool result(s) in the fold region (~{saved:,} tokens)")
             trigger_at = self.window * self.options.compact_ratio
             if measured is not None and not force and measured - saved < trigger_at:
                 result.skipped = "pruned"
                 return {"id": cid, "pruned": len(prune)}
-            _, plan, seqs, tokens, messages = self._plan(force)
-            if not plan.should_fold:
-                result.skipped = plan.skipped
-                return {"id": cid, "pruned": len(prune), "skipped": plan.skipped}
-        await self._fold(result, plan, seqs, messages, number, focus)
+            planned = self.plan(force=force)
+            if not planned.should_fold:
+                result.skipped = planned.skipped
+                return {"id": cid, "pruned": len(prune), "skipped": planned.skipped}
+        await self._fold(result, planned, number, focus)
         return {"id": cid}
 
     def _finish(self, result: CompactionResult, end: dict[str, Any]) -> CompactionResult:
@@ -298,20 +331,16 @@ class Compactor:
         )
         return result
 
-    def _prune(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        seqs: Sequence[int],
-        tokens: Sequence[int],
-        indices: Sequence[int],
-    ) -> int:
+    def _prune(self, planned: CompactionPreview, indices: Sequence[int]) -> int:
         """Replace each large folded tool result with the elision line; returns the tokens saved."""
         saved = 0
-        counter = planning.EstimateCounter()
+        tokens = planned.history.tokens()
+        messages = self.session.derive_messages()
+        tokenizer = self.session.tokenizer(self.model)
         for i in indices:
-            seq = seqs[i]
+            seq = planned.seqs[i]
             original = self.session.events[seq]
-            data = _thaw(original["data"])
+            data = thaw(original["data"])
             msg = data.get("message") if isinstance(data.get("message"), dict) else None
             if original["type"] != "tool/result" or msg is None:
                 continue  # only recorded tool results are replaced (never a foreign shape)
@@ -326,21 +355,22 @@ class Compactor:
                 surface_op={"op": "replace", "start": seq, "end": seq},
                 source_event_seqs=[seq],
             )
-            saved += max(tokens[i] - counter.count_one({"role": "tool", "content": msg["content"]}), 0)
+            elided = {
+                "role": "tool",
+                "tool_call_id": messages[i].get("tool_call_id"),
+                "content": msg["content"],
+            }
+            saved += max(tokens[i] - tokenizer.count_message(elided), 0)
         return saved
 
     async def _fold(
-        self,
-        result: CompactionResult,
-        plan: Any,
-        seqs: Sequence[int],
-        messages: Sequence[Mapping[str, Any]],
-        number: int,
-        focus: str | None,
+        self, result: CompactionResult, planned: CompactionPreview, number: int, focus: str | None
     ) -> None:
         from foldlog.events import Usage as UsageEvent
 
         opts = self.options
+        plan, seqs = planned.plan, planned.seqs
+        messages = self.session.derive_messages()
         first, last = seqs[plan.head], seqs[plan.tail_start - 1]
         nodes = _surface_nodes(self.session)
         pos = {s: k for k, s in enumerate(nodes)}
@@ -357,7 +387,7 @@ class Compactor:
             folded,
             focus=focus,
             max_chars=_transcript_chars(window),
-            model=getattr(opts, "summary_model", None),
+            model=None,  # the summary provider's own model
         )
 
         def on_usage(u: Usage) -> None:
@@ -383,12 +413,16 @@ class Compactor:
         else:
             text = outcome.text
         content = summary.digest_content(text)
-        digest_tokens = planning.EstimateCounter().count_one({"role": "user", "content": content})
+        # counted as the planner will count the derived digest
+        result.digest_tokens = self.session.tokenizer(self.model).count_message(
+            {"role": "user", "content": content}
+        )
         result.summary = text
         result.folded = len(folded)
         result.kept = len(keep)
         result.folded_seqs = removed
-        result.tokens_after = plan.tokens_after + digest_tokens
+        result.tokens_after = plan.tokens_after + result.digest_tokens
+        result.preview = planned
         record: dict[str, Any] = {
             "id": result.id,
             "summary": text,
@@ -430,15 +464,6 @@ def _surface_nodes(session: Any) -> list[int]:
     return list(session._core.surface_nodes())
 
 
-def _thaw(value: Any) -> Any:
-    """A mutable deep copy of recorded (frozen) data."""
-    if isinstance(value, Mapping):
-        return {str(k): _thaw(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_thaw(v) for v in value]
-    return value
-
-
 def write_archive(
     directory: Path, session_id: str, number: int, messages: Sequence[Mapping[str, Any]]
 ) -> str:
@@ -450,7 +475,7 @@ def write_archive(
     now = time.time()
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}"
     base = f"{stamp}-{session_id}-{number}"
-    body = "".join(json.dumps(_thaw(m), ensure_ascii=False) + "\n" for m in messages).encode()
+    body = "".join(json.dumps(thaw(m), ensure_ascii=False) + "\n" for m in messages).encode()
     for attempt in range(100):
         path = directory / (f"{base}.jsonl" if attempt == 0 else f"{base}.{attempt}.jsonl")
         try:
@@ -465,4 +490,11 @@ def write_archive(
     raise CompactionError(f"could not create a new archive file for {base} in {directory}")
 
 
-__all__ = ["ELISION", "CompactionResult", "Compactor", "unfinished_compaction", "write_archive"]
+__all__ = [
+    "ELISION",
+    "CompactionPreview",
+    "CompactionResult",
+    "Compactor",
+    "unfinished_compaction",
+    "write_archive",
+]

@@ -1,7 +1,10 @@
-"""Real transcripts from ../shared/corpus as OpenAI-chat message lists (for planner tests and B4).
+"""Real transcripts from ../shared/corpus: as OpenAI-chat message lists (for planner tests and B4),
+and as sessions recorded by foldlog's own importers (for tests of what the core reads from a log).
 
-Only what the planner needs is converted faithfully: roles, text, tool-call ids and names, and the
-pairing of results with their calls. Reasoning/thinking is dropped (it is not sent back).
+Only what the planner needs is converted faithfully into message lists: roles, text, tool-call ids
+and names, and the pairing of results with their calls. Reasoning/thinking is dropped (it is not
+sent back). A source's own compaction is only a text there (``isCompactSummary`` wrapped in
+``<compaction-summary>``), which is not a digest: the imported sessions record it as a fold.
 """
 
 from __future__ import annotations
@@ -10,7 +13,10 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from foldlog import Session
 
 Message = dict[str, Any]
 
@@ -126,6 +132,30 @@ def codex(path: Path) -> list[Message]:
             text = output if isinstance(output, str) else json.dumps(output)
             out.append({"role": "tool", "tool_call_id": p["call_id"], "name": "", "content": text})
     return out
+
+
+def _sources() -> Iterator[tuple[str, Path]]:
+    root = corpus_dir()
+    for p in sorted((root / "claude-code-spotter").glob("*.jsonl")):
+        yield "claude-code", p
+    for p in sorted((root / "codemie-code").rglob("*.jsonl")):
+        yield ("codex" if "codex" in str(p) else "claude-code"), p
+    for p in sorted((root / "codex-localpush").glob("*.jsonl")):
+        yield "codex", p
+    yield "openai", root / "tau-bench" / "gpt-4o-airline.json"
+
+
+def imported_sessions() -> Iterator[tuple[str, Session]]:
+    """Every real transcript recorded by foldlog's importers and loaded back (repaired as a
+    resumed session is), by name."""
+    from foldlog import Session
+    from foldlog.interchange import convert, write_conversation
+
+    for fmt, path in _sources():
+        for i, conversation in enumerate(convert(fmt, path)):
+            s = Session()
+            write_conversation(conversation, s)
+            yield f"{fmt}:{path.name}:{i}", Session.from_bytes(s._core.to_bytes())
 
 
 def tau_bench(path: Path, limit: int | None = None) -> Iterator[list[Message]]:

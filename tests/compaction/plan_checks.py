@@ -1,14 +1,39 @@
-"""Invariant checks of a compaction plan over chat messages (shared by the planner tests)."""
+"""Invariant checks of a compaction plan over a session's derived messages (shared by the planner
+tests), and the session facts they need."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from foldlog import planning
-from foldlog._core import CompactionPlan
+from foldlog import Session, _core
+from foldlog._core import CompactionPlan, PlanHistory
 
 PREFIX, KEPT, FOLD, TAIL = "prefix", "kept", "fold", "tail"
+# any model without an exact tokenizer: the session plans on the core's estimate
+ESTIMATE_MODEL = "no-exact-tokenizer"
+
+
+def digest_indices(session: Session) -> list[int]:
+    """Derived messages the planner takes for digests (the core reads them from the log)."""
+    _, _, flags, _, _ = session.plan_history(ESTIMATE_MODEL).columns()
+    return [i for i, f in enumerate(flags) if f & _core.PLAN_DIGEST]
+
+
+def history_with_tokens(session: Session, tokens: Sequence[int]) -> PlanHistory:
+    """The session's planner input with the token counts a test chooses."""
+    return session.plan_history(ESTIMATE_MODEL).with_tokens(list(tokens))
+
+
+def session_of(messages: Sequence[Mapping[str, Any]]) -> Session:
+    s = Session()
+    for m in messages:
+        s.add(m)
+    return s
+
+
+def call_ids(m: Mapping[str, Any]) -> list[str]:
+    return [str(c["id"]) for c in m.get("tool_calls") or () if c.get("id")]
 
 
 def classes(plan: CompactionPlan, n: int) -> list[str]:
@@ -28,7 +53,7 @@ def callers(messages: Sequence[Mapping[str, Any]]) -> dict[int, int]:
     out: dict[int, int] = {}
     for i, m in enumerate(messages):
         if m.get("role") == "assistant":
-            for cid in planning.call_ids(m):
+            for cid in call_ids(m):
                 owner[cid] = i
         elif m.get("role") == "tool" and str(m.get("tool_call_id")) in owner:
             out[i] = owner[str(m.get("tool_call_id"))]
@@ -48,8 +73,12 @@ def folded_surface(
 
 
 def check_plan(
-    messages: Sequence[Mapping[str, Any]], plan: CompactionPlan, settings: Mapping[str, Any]
+    messages: Sequence[Mapping[str, Any]],
+    plan: CompactionPlan,
+    settings: Mapping[str, Any],
+    digests: Collection[int] = (),
 ) -> None:
+    """``digests``: the indices of the digests among ``messages`` (never folded)."""
     n = len(messages)
     assert 0 <= plan.head <= plan.tail_start <= n
     region = sorted(plan.kept + plan.fold)
@@ -61,9 +90,8 @@ def check_plan(
     cls = classes(plan, n)
     for result, call in callers(messages).items():
         assert cls[result] == cls[call], f"tool result {result} ({cls[result]}) split from its call {call}"
-    for i, m in enumerate(messages):
-        if planning.is_digest(m):
-            assert cls[i] != FOLD, f"digest {i} would be re-summarised"
+    for i in digests:
+        assert cls[i] != FOLD, f"digest {i} would be re-summarised"
     if plan.tail_start < n and plan.tail_start > plan.head:
         assert messages[plan.tail_start].get("role") != "tool", "the tail opens on a tool result"
     floor = min(int(settings.get("min_recent_keep", 2)), n - plan.head)
@@ -73,12 +101,10 @@ def check_plan(
             settings.get("force") or plan.fold_tokens >= settings.get("min_fold_tokens", 400)
         )
         # every result on the new surface still follows its call
-        new = folded_surface(messages, plan, {"role": "user", "content": planning.DIGEST_OPEN})
+        new = folded_surface(messages, plan, {"role": "user", "content": "digest"})
         seen: set[str] = set()
         for m in new:
             if m.get("role") == "assistant":
-                seen.update(planning.call_ids(m))
-            elif m.get("role") == "tool" and any(
-                str(m.get("tool_call_id")) in planning.call_ids(x) for x in messages
-            ):
+                seen.update(call_ids(m))
+            elif m.get("role") == "tool" and any(str(m.get("tool_call_id")) in call_ids(x) for x in messages):
                 assert str(m.get("tool_call_id")) in seen, "a kept/tail result lost its call"

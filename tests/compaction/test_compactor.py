@@ -7,7 +7,7 @@ import asyncio
 import json
 import os
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,8 @@ from foldlog.events import CompactionDone, CompactionStarted, Notice, Usage
 from foldlog.providers import Scripted
 from foldlog.providers.base import Request
 from foldlog.summary import SUMMARY_SYSTEM_PROMPT
+
+from .plan_checks import digest_indices
 
 WINDOW = 4_000
 BIG = 4_000  # characters per tool output: about 1,000 estimated tokens
@@ -121,11 +123,11 @@ def test_fold_fires_past_80_percent_and_the_next_request_carries_the_new_surface
     # the surface: system + pinned first user turn + digest + tail (calls 3 and its result)
     msgs = r.session.derive_messages()
     assert [m["role"] for m in msgs[:3]] == ["system", "user", "user"]
-    assert planning.is_digest(msgs[2]) and "## Goal" in msgs[2]["content"]
+    assert digest_indices(r.session) == [2] and "## Goal" in msgs[2]["content"]
     assert msgs[3]["tool_calls"][0]["id"] == "c3" and msgs[4]["content"] == _out(3)
     # the request after the fold carried exactly the new surface (checked in every request)
     assert len(r.wire_at_request) == 4
-    assert planning.is_digest(r.wire_at_request[3][2])
+    assert r.wire_at_request[3][2]["content"].startswith(planning.DIGEST_OPEN)
     assert not any(m.get("content") == _out(1) for m in r.wire_at_request[3])
     # the sink saw the compaction and its usage
     [started] = r.of(CompactionStarted)
@@ -162,7 +164,7 @@ def test_mechanical_fallback_after_an_error_and_a_retry() -> None:
     assert summary["summary"].startswith("4 earlier message(s) were folded here to free context")
     assert "archived to the session log, events #" in summary["summary"]
     assert any("summary was unavailable" in n.message and n.level == "warn" for n in r.of(Notice))
-    assert planning.is_digest(r.session.derive_messages()[2])
+    assert digest_indices(r.session) == [2]
 
 
 def test_empty_summary_is_retried_once() -> None:
@@ -211,6 +213,46 @@ def test_stuck_guard_latches_and_manual_compaction_still_works() -> None:
     assert not compactor.stuck and compactor.consecutive == 0
 
 
+def test_stuck_guard_counts_folds_on_consecutive_steps_and_a_step_without_one_resets_it() -> None:
+    session = Session(system="s")
+    session.add({"role": "user", "content": "go"})
+    events: list[Any] = []
+    summarizer = Scripted([summary_reply(f"## Goal\n- fold {i}") for i in range(5)])
+    opts = Options(context_window=WINDOW, summary_provider=summarizer, stuck_limit=2, prune_min_bytes=10**9)
+    c = Compactor(session, Scripted([]), opts, events.append)
+
+    def tool_step(i: int) -> None:
+        session.add({"role": "assistant", "content": "", "tool_calls": [_call(f"s{i}")]})
+        session.add({"role": "tool", "tool_call_id": f"s{i}", "name": "fetch", "content": _out(i)})
+
+    def check(prompt_tokens: int) -> None:  # the check the agent makes at the end of a step
+        asyncio.run(c.maybe_compact(prompt_tokens, []))
+
+    for i in range(3):
+        tool_step(i)
+    check(3500)  # past the trigger: folds
+    assert (c.consecutive, c.stuck) == (1, False)
+    check(3500)  # still past it, but nothing left to fold: a step without a compaction
+    assert (c.consecutive, c.stuck) == (0, False)
+    for i in range(3, 6):
+        tool_step(i)
+    check(3500)  # folds: the first of a new run of consecutive steps, no latch
+    assert (c.consecutive, c.stuck) == (1, False)
+    for i in range(6, 9):
+        tool_step(i)
+    check(3500)  # folds on the very next step: at stuck_limit, auto-compaction pauses
+    assert (c.consecutive, c.stuck) == (2, True)
+    warn = [e for e in events if isinstance(e, Notice) and e.level == "warn"]
+    assert len(warn) == 1 and "folded on 2 consecutive steps" in warn[0].message
+    assert "too small for the recent tail plus the pinned prefix" in warn[0].message
+    for i in range(9, 12):
+        tool_step(i)
+    check(3500)  # latched: no compaction however large the prompt
+    assert [e["type"] for e in session.events].count("compaction/start") == 3
+    check(1000)  # a request that fits resets the count and the latch
+    assert (c.consecutive, c.stuck) == (0, False)
+
+
 def test_economics_skip_small_folds_unless_forced() -> None:
     session = Session(system="s")
     session.add({"role": "user", "content": "go"})
@@ -245,7 +287,7 @@ def test_keep_policy_errors_keeps_the_failing_call_group() -> None:
     # system, user, the failing call + its result (kept), the digest, the tail
     assert roles[:5] == ["system", "user", "assistant", "tool", "user"]
     assert msgs[2]["tool_calls"][0]["id"] == "c2" and msgs[3]["content"].startswith("error: page 2")
-    assert planning.is_digest(msgs[4])
+    assert digest_indices(r.session) == [4]
     summary = next(e for e in r.session.events if e["type"] == "compaction/summary")["data"]
     assert len(summary["kept"]) == 2
 
@@ -352,7 +394,7 @@ def test_fold_in_a_session_reloaded_from_disk_derives_identically(tmp_path: Path
             again.add({"role": "assistant", "content": "", "tool_calls": [_call(f"x{i}")]})
             again.add({"role": "tool", "tool_call_id": f"x{i}", "name": "fetch", "content": _out(i)})
         assert asyncio.run(c.compact("manual", force=True)) is not None
-        digests = [m["content"] for m in again.derive_messages() if planning.is_digest(m)]
+        digests = [again.derive_messages()[i]["content"] for i in digest_indices(again)]
         assert len(digests) == 2 and digests[0] == live[2]["content"]
 
 
@@ -377,7 +419,7 @@ def test_a_crash_between_start_and_end_is_reported_on_load(tmp_path: Path) -> No
     info = unfinished_compaction(loaded)
     assert info is not None and info["id"] == "compaction-1" and info["trigger"] == "auto"
     # the surface is as it was before the compaction
-    assert not any(planning.is_digest(m) for m in loaded.derive_messages())
+    assert digest_indices(loaded) == []
 
 
 def test_cancelled_summary_closes_the_compaction_with_an_error() -> None:
@@ -402,7 +444,7 @@ def test_cancelled_summary_closes_the_compaction_with_an_error() -> None:
     asyncio.run(go())
     end = session.events[-1]
     assert end["type"] == "compaction/end" and end["data"] == {"id": "compaction-1", "error": "cancelled"}
-    assert not any(planning.is_digest(m) for m in session.derive_messages())
+    assert digest_indices(session) == []
 
 
 def test_without_usage_the_local_count_decides() -> None:
@@ -435,7 +477,3 @@ def test_manual_compaction_with_nothing_to_fold_is_a_notice() -> None:
     assert asyncio.run(c.compact("manual", force=True)) is None
     assert [type(e) for e in events] == [Notice] and "nothing to compact" in events[0].message
     assert len(session.events) == 2
-
-
-def _digest_count(msgs: tuple[Mapping[str, Any], ...]) -> int:
-    return sum(planning.is_digest(m) for m in msgs)

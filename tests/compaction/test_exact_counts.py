@@ -50,7 +50,8 @@ def test_counts_and_the_local_total_are_the_sessions_exact_ones() -> None:
     c, _ = compactor(s, 100_000, [])
     tok = Tokenizer.for_model(MODEL)
     exact = [tok.count_message(m) for m in s.derive_messages()]
-    assert c._counts(s.derive_messages()) == exact
+    assert c.plan().history.tokens() == exact == s.token_counts(MODEL)
+    assert c.plan().tokenizer == "deepseek-v4"
     total = sum(exact) + tok.count_tools(TOOLS) + tok.request_overhead()
     assert c._local_prompt_tokens(TOOLS) == total == s.token_count(MODEL, TOOLS)
     s.add({"role": "user", "content": "one more"})
@@ -70,25 +71,18 @@ def test_without_usage_the_running_total_decides() -> None:
     assert s.token_count(MODEL, TOOLS) < total
 
 
-def test_the_plan_is_built_in_the_core_and_equals_the_python_plan(monkeypatch: Any) -> None:
+def test_the_plan_is_the_cores_plan_of_the_sessions_counts() -> None:
     from foldlog import planning
 
     s = history(12)
     c, _ = compactor(s, 4_000, [])
-    python_build = planning.build_history
-
-    def no_python_pass(*args: Any) -> Any:
-        raise AssertionError("the planner's input was built in Python")
-
-    monkeypatch.setattr(planning, "build_history", no_python_pass)
-    history_used, plan, _, tokens, messages = c._plan(force=False)
-    monkeypatch.setattr(planning, "build_history", python_build)
-    # the history the core built holds the same facts as planning.build_history's
-    python = planning.build_history(messages, s.token_counts(MODEL) or [])
-    assert history_used.columns() == python.columns()
-    assert tokens == python.tokens()
-    settings = planning.plan_kwargs(c._plan_options(), force=False)
-    expected = python.plan(**settings)
+    preview = c.plan(force=False)
+    # the planner's input is the core's, on the session's cached exact counts
+    core = s.plan_history(MODEL)
+    assert preview.history.columns() == core.columns()
+    assert preview.history.tokens() == s.token_counts(MODEL)
+    expected = core.plan(**planning.plan_kwargs(c._plan_options(), force=False))
+    plan = preview.plan
     assert (plan.head, plan.tail_start, plan.fold, plan.should_fold) == (
         expected.head,
         expected.tail_start,
@@ -96,3 +90,4 @@ def test_the_plan_is_built_in_the_core_and_equals_the_python_plan(monkeypatch: A
         expected.should_fold,
     )
     assert plan.should_fold
+    assert (preview.pinned, preview.folded, preview.tail) == (2, len(plan.fold), len(core) - plan.tail_start)

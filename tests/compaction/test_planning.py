@@ -1,4 +1,4 @@
-"""The planner bindings and the planner input built from chat messages."""
+"""The planner bindings and the planner input the core builds from a session's log."""
 
 from __future__ import annotations
 
@@ -6,24 +6,43 @@ from typing import Any
 
 import pytest
 
-from foldlog import CompactionError, _core, planning
+from foldlog import CompactionError, Session, _core, planning
+from foldlog.tokens import Tokenizer
+
+from .plan_checks import ESTIMATE_MODEL, history_with_tokens, session_of
 
 
 def call(cid: str, name: str = "bash") -> dict[str, Any]:
     return {"id": cid, "type": "function", "function": {"name": name, "arguments": "{}"}}
 
 
-def test_flags_read_from_messages() -> None:
-    assert planning.is_digest({"role": "user", "content": "\n <compaction-summary>\nx"})
-    assert not planning.is_digest({"role": "assistant", "content": "<compaction-summary>"})
+def _flags(s: Session) -> list[int]:
+    return list(s.plan_history(ESTIMATE_MODEL).columns()[2])
+
+
+def test_flags_read_by_the_core() -> None:
+    digest, marked = _core.PLAN_DIGEST, _core.PLAN_USER_MARKED
+    error, elided = _core.PLAN_ERROR_RESULT, _core.PLAN_ELIDED
+    s = Session(system="s")
     for marker in ("[[keep]]", "[keep]", "<keep>", "<!-- keep -->", "  [KEEP] shout"):
-        assert planning.is_user_marked({"role": "user", "content": f"{marker} the port is 8443"})
-    assert not planning.is_user_marked({"role": "user", "content": "please [keep] this"})
-    assert planning.is_error_result({"role": "tool", "content": " Error: no such file"})
-    assert planning.is_error_result({"role": "tool", "content": "blocked: outside the workspace"})
-    assert not planning.is_error_result({"role": "tool", "content": "no errors: fine"})
-    blocks = {"role": "user", "content": [{"type": "text", "text": "[keep] a"}, {"type": "image"}]}
-    assert planning.message_text(blocks) == "[keep] a" and planning.is_user_marked(blocks)
+        s.add({"role": "user", "content": f"{marker} the port is 8443"})
+    s.add({"role": "user", "content": "please [keep] this"})
+    s.add({"role": "user", "content": [{"type": "text", "text": "[keep] a"}, {"type": "text", "text": "b"}]})
+    s.add(
+        {
+            "role": "assistant",
+            "content": "<compaction-summary>",
+            "tool_calls": [call("a"), call("b"), call("c")],
+        }
+    )
+    s.add({"role": "tool", "tool_call_id": "a", "content": " Error: no such file"})
+    s.add({"role": "tool", "tool_call_id": "b", "content": "blocked: outside the workspace"})
+    s.add({"role": "tool", "tool_call_id": "c", "content": "no errors: fine"})
+    s.add({"role": "tool", "tool_call_id": "c", "content": f"{planning.ELIDED_PREFIX}bash, 9 bytes]"})
+    flags = _flags(s)
+    assert flags == [0, *[marked] * 5, 0, marked, 0, error, error, 0, elided]
+    assert not any(f & digest for f in flags)  # a digest is known from the log only
+    assert planning.message_text(s.derive_messages()[7]) == "[keep] a\nb"
 
 
 def test_build_history_links_results_to_their_calls() -> None:
@@ -38,17 +57,18 @@ def test_build_history_links_results_to_their_calls() -> None:
         {"role": "assistant", "content": "done"},
     ]
     tokens = [10, 10, 20, 1300, 10, 1000, 10, 10]
-    _, plan = planning.plan(msgs, tokens, context_window=10_000, tail_tokens=100)
+    history = history_with_tokens(session_of(msgs), tokens)
+    plan = history.plan(context_window=10_000, tail_tokens=100)
     # the failing result keeps its whole call group, the big sibling included
     assert (plan.head, plan.tail_start) == (2, 6)
     assert plan.kept == [2, 3, 4]
     assert plan.fold == [5]
-    _, plan = planning.plan(msgs, tokens, context_window=10_000, tail_tokens=100, keep_policy="none")
+    plan = history.plan(context_window=10_000, tail_tokens=100, keep_policy="none")
     assert plan.fold == [2, 3, 4, 5]
-    history = planning.build_history(msgs, tokens)
     assert history.prune_candidates(plan) == [3]
     assert history.prune_candidates(plan, prune_min_bytes=10) == [3, 4]
     assert len(history) == 8 and history.tokens() == tokens
+    assert history.columns()[3] == [-1, -1, -1, 2, 2, -1, -1, -1]
 
 
 def test_elided_results_are_not_pruned_again() -> None:
@@ -60,7 +80,8 @@ def test_elided_results_are_not_pruned_again() -> None:
         {"role": "assistant", "content": "ok"},
         {"role": "user", "content": "next"},
     ]
-    history, plan = planning.plan(msgs, [5, 5, 900, 5, 5], context_window=0, tail_tokens=10, force=True)
+    history = history_with_tokens(session_of(msgs), [5, 5, 900, 5, 5])
+    plan = history.plan(context_window=0, tail_tokens=10, force=True)
     assert plan.fold == [1, 2]
     assert history.prune_candidates(plan) == []
 
@@ -101,10 +122,8 @@ def test_bad_input_is_named() -> None:
         _core.PlanHistory().plan(context_window=100, keep_policy="everything")
     with pytest.raises(CompactionError, match="min_recent_keep"):
         _core.PlanHistory().plan(context_window=100, min_recent_keep=0)
-    with pytest.raises(ValueError, match="unknown role 'robot'"):
-        planning.build_history([{"role": "robot", "content": ""}], [1])
-    with pytest.raises(ValueError, match="2 token counts for 1 messages"):
-        planning.build_history([{"role": "user", "content": ""}], [1, 2])
+    with pytest.raises(CompactionError, match="2 token counts for 1 messages"):
+        history_with_tokens(session_of([{"role": "user", "content": ""}]), [1, 2])
     # a plan from another (longer) history cannot be applied here
     big = _core.PlanHistory()
     big.extend("suaaaaa", [1, 1, 900, 900, 900, 1, 1])
@@ -119,39 +138,28 @@ def _two() -> _core.PlanHistory:
     return h
 
 
-def test_estimate_counter_is_marked_and_rough() -> None:
-    c = planning.EstimateCounter()
-    assert "ESTIMATE" in (planning.EstimateCounter.__doc__ or "")
-    assert c.count_one({"role": "user", "content": "x" * 400}) == 104
-    with_call = {"role": "assistant", "content": "", "tool_calls": [call("a", "read_file")]}
-    assert c.count_one(with_call) > c.FRAMING
-
-    class Exact:
-        def token_counts(self) -> list[int]:
-            return [7]
-
-    assert planning.token_counts(Exact(), [{"role": "user", "content": "hi"}]) == [7]
-    assert planning.token_counts(object(), [{"role": "user", "content": "hi"}]) == [4]
-
-
-def test_model_counter_falls_back_to_the_estimate() -> None:
-    assert isinstance(planning.model_counter("no-such-model"), planning.EstimateCounter)
-
-    class Tok:
-        def count_message(self, m: Any) -> int:
-            return len(planning.message_text(m))
-
-    assert planning.MessageCounter(Tok()).count([{"role": "user", "content": "abc"}]) == [3]
-    assert planning.token_counts(
-        object(), [{"role": "user", "content": "abcd"}], planning.MessageCounter(Tok())
-    ) == [4]
+def test_estimating_models_plan_on_the_cores_estimate() -> None:
+    msgs = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "x" * 400},
+        {"role": "assistant", "content": "", "tool_calls": [call("a", "read_file")]},
+        {"role": "tool", "tool_call_id": "a", "content": "ok"},
+    ]
+    s = session_of(msgs)
+    estimate = Tokenizer.estimate()
+    counts = s.plan_history(ESTIMATE_MODEL).tokens()
+    assert counts == [estimate.count_message(m) for m in s.derive_messages()]
+    assert counts[1] == 100 + 1 + 3  # 0.25 per character of text and role, 3 of OpenAI framing
+    # the session's calibrated ratio is the estimate's parameter, not a second estimator
+    s.record_prompt_tokens(2 * s.token_count(ESTIMATE_MODEL))
+    calibrated = s.plan_history(ESTIMATE_MODEL).tokens()
+    assert calibrated[1] > counts[1]
+    assert calibrated == [s.tokenizer(ESTIMATE_MODEL).count_message(m) for m in s.derive_messages()]
 
 
-def test_model_counter_is_exact_for_known_models() -> None:
-    pytest.importorskip("foldlog.tokens")
-    counter = planning.model_counter("gpt-4o")  # o200k ships with the tokenizer crate, no data files
-    assert isinstance(counter, planning.MessageCounter)
-    from foldlog.tokens import Tokenizer
-
-    msg = {"role": "user", "content": "hello world"}
-    assert counter.count([msg]) == [Tokenizer.for_model("gpt-4o").count_message(msg)]
+def test_exact_models_plan_on_the_sessions_cached_counts() -> None:
+    s = session_of([{"role": "user", "content": "hello world"}, {"role": "assistant", "content": "hi"}])
+    for model in ("gpt-4o", "gpt-4"):  # o200k and cl100k ship with the core, no data files
+        assert s.plan_history(model).tokens() == s.token_counts(model)
+        tok = Tokenizer.for_model(model)
+        assert s.token_counts(model) == [tok.count_message(m) for m in s.derive_messages()]

@@ -52,28 +52,14 @@ def human_size(n: int) -> str:
     return f"{n} B"
 
 
-def to_plain(value: Any) -> Any:
-    """The session's frozen mappings/sequences as plain JSON values (recursively)."""
-    from collections.abc import Iterable, Mapping
-
-    if isinstance(value, Mapping):
-        return {str(k): to_plain(v) for k, v in value.items()}
-    if isinstance(value, Iterable) and not isinstance(value, str | bytes):
-        return [to_plain(v) for v in value]
-    return value
-
-
 def surface_tokens(messages: Any, model: str | None) -> tuple[int, str]:
     """Prompt tokens ``messages`` cost for ``model`` and how they were counted (tokenizer name)."""
-    import json
-
     from foldlog.errors import FoldlogError
+    from foldlog.tokens import DEFAULT_MODEL, Tokenizer
 
     try:
-        from foldlog.tokens import DEFAULT_MODEL, Tokenizer
-
         tokenizer = Tokenizer.for_model(model or DEFAULT_MODEL)
-        return tokenizer.count_request(messages), tokenizer.name
-    except (ImportError, FoldlogError):
-        # no tokenizer available: a clearly labelled estimate
-        return len(json.dumps(to_plain(messages), ensure_ascii=False)) // 4, "estimate (bytes/4)"
+    except FoldlogError:
+        # the model's tokenizer data is missing: the core's estimate, labelled as such
+        tokenizer = Tokenizer.estimate()
+    return tokenizer.count_request(messages), tokenizer.name

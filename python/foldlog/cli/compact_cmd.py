@@ -1,4 +1,8 @@
-"""``foldlog compact PATH``: fold a session's older history into a digest now (trigger ``manual``)."""
+"""``foldlog compact PATH``: fold a session's older history into a digest now (trigger ``manual``).
+
+``--dry-run`` prints ``Compactor.plan(force=True)``, the planning call the run itself makes
+(same session counts, same planner, same options), so the preview is what the run folds.
+"""
 
 from __future__ import annotations
 
@@ -41,24 +45,19 @@ class _NoSummary:
         return None
 
 
-def _describe_plan(session: Any, options: Any) -> str:
-    from foldlog import planning  # type: ignore[attr-defined,unused-ignore]
+def _compactor(session: Any, provider: Any, options: Any, sink: Any, mechanical: bool) -> Any:
+    """The compactor both the dry run and the run use. Under ``--mechanical`` no model is asked,
+    so tokens are counted with ``--model``'s tokenizer, else foldlog's default model's."""
+    from foldlog.compaction import Compactor
+    from foldlog.tokens import DEFAULT_MODEL
 
-    messages = session.derive_messages()
-    tokens = planning.token_counts(session, messages)
-    _, plan = planning.plan(messages, tokens, **planning.plan_kwargs(options, force=True))
-    if getattr(plan, "skipped", None) or not getattr(plan, "should_fold", True):
-        return f"nothing to fold ({getattr(plan, 'skipped', None) or 'below the fold threshold'})"
-    return (
-        f"would fold {len(plan.fold)} message(s) (keeping {len(plan.kept)} of them in place, "
-        f"the first {plan.head} pinned and the last {len(messages) - plan.tail_start} as the tail); "
-        f"≈{plan.tokens_before} → ≈{plan.tokens_after} tokens before the digest"
-    )
+    if mechanical and session.model is None:
+        session.model = options.model or DEFAULT_MODEL
+    return Compactor(session, provider, options, sink)
 
 
 async def _compact(args: argparse.Namespace) -> int:
     from foldlog.cli.agent_setup import make_options, make_provider
-    from foldlog.compaction import Compactor  # type: ignore[import-not-found,unused-ignore]
     from foldlog.session import Session
 
     cfg = config_from_args(args)
@@ -75,15 +74,15 @@ async def _compact(args: argparse.Namespace) -> int:
     try:
         if args.dry_run:
             session = Session.load(path)
-            before = len(session.derive_messages())
-            print(f"{path}: {before} messages on the surface; {_describe_plan(session, options)}")
+            preview = _compactor(session, provider, options, sink, args.mechanical).plan(force=True)
+            what = f"would fold {preview.describe()}" if preview.should_fold else preview.describe()
+            print(f"{path}: {preview.messages} messages on the surface; {what}")
             return EXIT_OK
         session = Session.open(path)
         try:
             before = len(session.derive_messages())
-            result = await Compactor(session, provider, options, sink).compact(
-                "manual", args.focus, force=True
-            )
+            compactor = _compactor(session, provider, options, sink, args.mechanical)
+            result = await compactor.compact("manual", args.focus, force=True)
             session.flush()
             after = len(session.derive_messages())
         finally:
@@ -91,12 +90,13 @@ async def _compact(args: argparse.Namespace) -> int:
     finally:
         await provider.aclose()
     sink.finish()
-    if result is None or not getattr(result, "folded", 0):
+    if result is None or not result.folded or result.preview is None:
         print(f"{path}: nothing to fold ({before} messages on the surface)")
         return EXIT_OK
     how = "mechanical fold" if result.mechanical else "summary"
     print(
-        f"{path}: folded {result.folded} message(s) into a {how}; {before} → {after} messages on the surface"
+        f"{path}: folded {result.preview.describe()}; into a {how} of {result.digest_tokens:,} tokens; "
+        f"{before} → {after} messages on the surface"
     )
     return EXIT_OK
 

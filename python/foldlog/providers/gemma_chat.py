@@ -40,9 +40,8 @@ TOOLS_HEADER = (
     "You then get its result. When you know the answer, reply with the answer instead."
 )
 RESULT_HEADER = "Result of {call} ({lines}):\n"
-QUESTION_BEFORE = ""
+# restated after results: the model answers (rather than calls again) more often with the question last
 QUESTION_AFTER = "\n\nAnswer this using the result: {question}"
-ANSWER_EXAMPLES = "all"  # "all", "nearest" or "none": the examples shown when answering from a result
 
 
 def _ex_call(n: int, name: str, args: str) -> dict[str, Any]:
@@ -123,18 +122,13 @@ EXAMPLES: tuple[tuple[frozenset[str], tuple[dict[str, Any], ...]], ...] = (
 )
 
 
-def examples_for(
-    tools: Sequence[Mapping[str, Any]], question: str = "", *, nearest: bool = False
-) -> list[dict[str, Any]]:
+def examples_for(tools: Sequence[Mapping[str, Any]], question: str = "") -> list[dict[str, Any]]:
     """The worked examples whose tools are all offered (the tool-free ones only with tools), the
-    one most like ``question`` last: a small model follows the nearest pattern it has seen.
-    ``nearest``: only that one (answering from a result, more examples dilute the copying)."""
+    one most like ``question`` last: a small model follows the nearest pattern it has seen."""
     names = {str(t.get("function", t).get("name")) for t in tools}
     usable = [msgs for needs, msgs in EXAMPLES if needs <= names and (needs or tools)]
     words = _words(question)
     usable.sort(key=lambda msgs: _similarity(words, _words(text_of(msgs[0].get("content")))))
-    if nearest:
-        usable = [msgs for msgs in usable if any(m.get("role") == "tool" for m in msgs)][-1:]
     return [m for msgs in usable for m in msgs]
 
 
@@ -238,7 +232,7 @@ def to_turns(
     if examples_for_question is not None:
         latest = examples_for_question
     shown = [
-        *(_examples(tools, latest, messages) if examples else ()),
+        *(examples_for(tools, latest) if examples else ()),
         *(m for m in messages if m.get("role") != "system"),
     ]
     calls: dict[str, str] = {}
@@ -271,10 +265,7 @@ def to_turns(
             result = text_of(m.get("content")).rstrip("\n")
             n = result.count("\n") + 1 if result else 0
             text = RESULT_HEADER.format(call=call, lines=f"{n} line{'' if n == 1 else 's'}") + result
-            if question and not (turns and turns[-1].role == "user"):
-                # the question first: a turn ending with a question is one a call follows
-                text = QUESTION_BEFORE.format(question=question) + text
-            if question and QUESTION_AFTER:
+            if question:
                 text += QUESTION_AFTER.format(question=question)
             add("user", text)
     if not turns or turns[0].role != "user":
@@ -341,15 +332,3 @@ def parse_call(text: str) -> tuple[str, str] | None:
         return None
     name, _, args = text[len(CALL) :].partition(" ")
     return name, args.strip()
-
-
-def _after_result(messages: Sequence[Mapping[str, Any]]) -> bool:
-    return bool(messages) and messages[-1].get("role") == "tool"
-
-
-def _examples(tools: Sequence[Mapping[str, Any]], question: str, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    if not _after_result(messages) or ANSWER_EXAMPLES == "all":
-        return examples_for(tools, question)
-    if ANSWER_EXAMPLES == "none":
-        return []
-    return examples_for(tools, question, nearest=True)

@@ -40,6 +40,7 @@ from foldlog.providers.base import (
     Usage,
     UsageChunk,
 )
+from foldlog.providers.content import TEXT_ONLY, check_content
 from foldlog.providers.gemma_chat import CALL, START, is_note, parse_call, render, text_of
 from foldlog.providers.llama_engine import Generation
 from foldlog.providers.tool_grammar import reply_grammar
@@ -272,6 +273,8 @@ class LocalLlama:
     in process.
     """
 
+    content_types = TEXT_ONLY  # Gemma 3 270M reads text only
+
     def __init__(
         self,
         model_path: str | Path | None = None,
@@ -383,6 +386,7 @@ class LocalLlama:
         A call the model already made since the last question (same tool, same arguments) is not
         passed on: its result is in the prompt, so the model is asked again for an answer.
         """
+        check_content(request, self.content_types, f"LocalLlama({self.model})")
         engine = await self.start()
         try:
             prompt = self.prompt_tokens(request, engine)

@@ -54,7 +54,8 @@ pub struct PlanMessage {
     /// Token count of the message (exact where the tokenizer is known).
     pub tokens: u32,
     pub role: Role,
-    /// A digest written by an earlier compaction (a `<compaction-summary>` user message).
+    /// A digest of an earlier compaction: a `user/message` whose surface op is a fold (known
+    /// from the log, never from the text; see `plan_input`).
     pub is_digest: bool,
     /// A user message starting with `[[keep]]`, `[keep]`, `<keep>` or `<!-- keep -->`.
     pub is_user_marked_keep: bool,
@@ -277,7 +278,7 @@ pub enum PlanError {
         index: usize,
         flag: &'static str,
     },
-    /// Token counts and messages of different lengths (`plan_input::plan_messages`).
+    /// Token counts (or seqs) and messages of different lengths (`plan_input::plan_messages`).
     CountsMismatch {
         messages: usize,
         counts: usize,

@@ -5,7 +5,8 @@ use serde_json::{Map, Value};
 use crate::event::Event;
 
 /// Join the text of a content value: a string as is; a list of blocks by their `text`.
-/// Returns `None` when the list holds blocks that are not text (images, …): those stay a list.
+/// Returns `None` when the list holds blocks that are not text (images, audio, files, …): such
+/// content is derived as the list of blocks, unchanged.
 pub fn text_of(content: &Value) -> Option<String> {
     match content {
         Value::Null => Some(String::new()),
@@ -29,6 +30,35 @@ pub fn text_of(content: &Value) -> Option<String> {
             Some(parts.join("\n"))
         }
         other => Some(other.to_string()),
+    }
+}
+
+/// The text of a chat message for rules that read words (prefix tests, transcripts, sizes):
+/// the words of its `content` ([`words_of`]).
+pub fn message_text(message: &Value) -> String {
+    message.get("content").map_or_else(String::new, words_of)
+}
+
+/// The words of a `content` value: a string as is; a list of blocks by the `text` of its text
+/// blocks, joined with `\n` (images and other blocks have no words); anything else has none.
+pub fn words_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => {
+            let texts: Vec<&str> = blocks
+                .iter()
+                .filter_map(|b| match b {
+                    Value::String(s) => Some(s.as_str()),
+                    Value::Object(o) => match o.get("type").and_then(Value::as_str) {
+                        Some("text") | None => o.get("text").and_then(Value::as_str),
+                        Some(_) => None,
+                    },
+                    _ => None,
+                })
+                .collect();
+            texts.join("\n")
+        }
+        _ => String::new(),
     }
 }
 
@@ -161,10 +191,11 @@ pub fn project<'a>(ev: &Event, tool_call: impl Fn(u64) -> Option<&'a Event>) -> 
             if let Some(name) = name {
                 m.insert("name".into(), name.into());
             }
-            let content = msg.get("content").unwrap_or(&Value::Null);
+            // text-only content as a string (as always); with an image or another non-text
+            // block, the list of blocks as recorded
             m.insert(
                 "content".into(),
-                Value::String(text_of(content).unwrap_or_else(|| content.to_string())),
+                content_value(msg.get("content").unwrap_or(&Value::Null)),
             );
         }
         _ => return None,

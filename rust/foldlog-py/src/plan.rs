@@ -2,6 +2,9 @@
 use std::sync::Mutex;
 
 use foldlog_core::plan::{self, KeepPolicy, Plan, PlanConfig, PlanError, PlanMessage, Role};
+use foldlog_core::project;
+
+use crate::convert::value_of;
 use pyo3::prelude::*;
 
 const DIGEST: u8 = 1;
@@ -219,6 +222,30 @@ impl PyPlanHistory {
         Ok(())
     }
 
+    /// The same facts with other token counts (one per message): for a benchmark that gives
+    /// every side the same counts, or a test that chooses them.
+    fn with_tokens(&self, py: Python<'_>, tokens: Vec<u32>) -> PyResult<PyPlanHistory> {
+        let messages = self.lock();
+        if tokens.len() != messages.len() {
+            return Err(plan_error(
+                py,
+                PlanError::CountsMismatch {
+                    messages: messages.len(),
+                    counts: tokens.len(),
+                },
+            ));
+        }
+        let messages = messages
+            .iter()
+            .zip(tokens)
+            .map(|(m, tokens)| PlanMessage {
+                tokens,
+                ..m.clone()
+            })
+            .collect();
+        Ok(PyPlanHistory::from_messages(messages))
+    }
+
     /// Drops every message from ``length`` on (after a rewrite of the surface).
     fn truncate(&self, length: usize) {
         self.lock().truncate(length);
@@ -331,12 +358,22 @@ impl PyPlanHistory {
     }
 }
 
+/// The words of a chat message's ``content`` (a string, or its text blocks joined with a
+/// newline; images and other blocks have none): the one rule foldlog reads text by.
+#[pyfunction]
+fn message_text(message: &Bound<'_, PyAny>) -> PyResult<String> {
+    let content = message.call_method1("get", ("content",))?;
+    Ok(project::words_of(&value_of(&content, "content")?))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(message_text, m)?)?;
     m.add_class::<PyCompactionPlan>()?;
     m.add_class::<PyPlanHistory>()?;
     m.add("PLAN_DIGEST", DIGEST)?;
     m.add("PLAN_USER_MARKED", USER_MARKED)?;
     m.add("PLAN_ERROR_RESULT", ERROR_RESULT)?;
     m.add("PLAN_ELIDED", ELIDED)?;
+    m.add("ELIDED_PREFIX", foldlog_core::plan_input::ELIDED_PREFIX)?;
     Ok(())
 }

@@ -1,5 +1,7 @@
 //! Bindings of `foldlog_core::tokens`: type conversion, error mapping, GIL release.
-use foldlog_core::tokens::{Calibration, Encoding, TokenError, Tokenizer, TokenizerChoice};
+use foldlog_core::tokens::{
+    Calibration, Encoding, Estimate, TokenError, Tokenizer, TokenizerChoice,
+};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -14,6 +16,19 @@ pub(crate) fn to_py(py: Python<'_>, err: TokenError) -> PyErr {
         Ok(PyErr::from_value(cls.call1((err.to_string(),))?))
     };
     build().unwrap_or_else(|e| e)
+}
+
+/// The estimate at `tokens_per_char` (a positive number; default 0.25).
+fn estimate(tokens_per_char: Option<f64>) -> PyResult<Estimate> {
+    match tokens_per_char {
+        None => Ok(Estimate::default()),
+        Some(tpc) if tpc.is_finite() && tpc > 0.0 => Ok(Estimate {
+            tokens_per_char: tpc,
+        }),
+        Some(tpc) => Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "tokens_per_char must be a positive number, got {tpc}"
+        ))),
+    }
 }
 
 /// The tokenizer (exact or the estimate) behind `foldlog.Tokenizer`.
@@ -36,19 +51,22 @@ impl PyTokenCounter {
         let choice = py
             .detach(|| Tokenizer::for_model(model))
             .map_err(|e| to_py(py, e))?;
-        let inner = match (choice, tokens_per_char) {
-            (TokenizerChoice::Estimate(mut e), Some(tpc)) => {
-                if !(tpc.is_finite() && tpc > 0.0) {
-                    return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                        "tokens_per_char must be a positive number, got {tpc}"
-                    )));
-                }
-                e.tokens_per_char = tpc;
-                TokenizerChoice::Estimate(e)
-            }
-            (c, _) => c,
+        let inner = match choice {
+            TokenizerChoice::Estimate(_) => TokenizerChoice::Estimate(estimate(tokens_per_char)?),
+            exact => exact,
         };
         Ok(PyTokenCounter { inner })
+    }
+
+    /// The estimate (`tokens_per_char`, default 0.25): for any model, and when an exact
+    /// tokenizer's data cannot be loaded.
+    #[staticmethod]
+    #[pyo3(signature = (tokens_per_char=None))]
+    #[pyo3(name = "estimate")]
+    fn py_estimate(tokens_per_char: Option<f64>) -> PyResult<Self> {
+        Ok(PyTokenCounter {
+            inner: TokenizerChoice::Estimate(estimate(tokens_per_char)?),
+        })
     }
 
     /// The exact tokenizer of an encoding id ("deepseek-v4", "cl100k", "o200k").
@@ -111,6 +129,15 @@ impl PyTokenCounter {
     fn count_message_json(&self, py: Python<'_>, message: &str) -> PyResult<usize> {
         let value = parse_json(py, message)?;
         py.detach(|| self.inner.count_message(&value))
+            .map_err(|e| to_py(py, e))
+    }
+
+    /// `(tokens, estimated)` of one chat message given as JSON text: `estimated` when part of
+    /// the count is the estimate of non-text content (or the counter is the estimate).
+    fn count_message_detail_json(&self, py: Python<'_>, message: &str) -> PyResult<(usize, bool)> {
+        let value = parse_json(py, message)?;
+        py.detach(|| self.inner.count_message_detail(&value))
+            .map(|c| (c.tokens, c.estimated))
             .map_err(|e| to_py(py, e))
     }
 
