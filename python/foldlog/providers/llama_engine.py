@@ -71,6 +71,14 @@ class SpecialTexts:
         return len(text)
 
 
+def _held(text: str, stop_texts: Sequence[str]) -> int:
+    """How much of ``text`` can be passed on: all but a suffix that may begin a stop text."""
+    for i in range(max(len(text) - max((len(t) for t in stop_texts), default=0), 0), len(text)):
+        if any(t.startswith(text[i:]) for t in stop_texts):
+            return i
+    return len(text)
+
+
 class LlamaEngine:
     """A GGUF model loaded with llama-cpp-python, decoding one turn at a time."""
 
@@ -141,11 +149,13 @@ class LlamaEngine:
         cancel: threading.Event | None = None,
         on_text: Callable[[str], None] | None = None,
         end_when: Callable[[str, float], bool] | None = None,
+        stop_texts: Sequence[str] = (),
     ) -> Generation:
         """Decode one turn after ``prompt``. ``on_text`` gets the text as it is decided (never a
         special token, never a piece of one). With ``grammar`` the whole output follows it.
         ``end_when(text, logit)``: asked before each token is taken (the text so far, the chosen
-        token's logit); true ends the turn there (see the provider's end-of-turn rule)."""
+        token's logit); true ends the turn there (see the provider's end-of-turn rule).
+        ``stop_texts``: the turn ends where one of them appears (it is not part of the text)."""
         with self.lock:
             return self._generate(
                 list(prompt),
@@ -158,6 +168,7 @@ class LlamaEngine:
                 cancel,
                 on_text,
                 end_when,
+                tuple(stop_texts),
             )
 
     def _generate(
@@ -172,6 +183,7 @@ class LlamaEngine:
         cancel: threading.Event | None,
         on_text: Callable[[str], None] | None,
         end_when: Callable[[str, float], bool] | None,
+        stop_texts: tuple[str, ...],
     ) -> Generation:
         lib, np = self._lib, self._np
         if len(prompt) >= self.n_ctx:
@@ -217,11 +229,17 @@ class LlamaEngine:
                     lib.llama_sampler_accept(sampler, token)
                 pending += decoder.decode(self.llm.detokenize([token]))
                 cut = self.special_texts.find(pending)
-                if cut >= 0:  # the model spelled out a turn marker: its turn is over
-                    pending = pending[:cut]
+                # a stop text ends the turn once there is text before it (not a leading blank line)
+                ends = [
+                    i
+                    for i in (pending.find(t) for t in stop_texts)
+                    if i >= 0 and (pending[:i].strip() or any(p.strip() for p in text))
+                ]
+                if cut >= 0 or ends:  # a spelled-out turn marker, or a stop text: the turn is over
+                    pending = pending[: min([*ends, *([cut] if cut >= 0 else [])])]
                     finish = "stop"
                     break
-                keep = self.special_texts.safe_len(pending)
+                keep = min(self.special_texts.safe_len(pending), _held(pending, stop_texts))
                 if keep:
                     text.append(pending[:keep])
                     if on_text is not None:

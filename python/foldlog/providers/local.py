@@ -54,6 +54,8 @@ MODEL_ALIAS = "gemma-3-270m"
 # ends, its distribution collapses instead (the best token's logit falls from 10–25 inside text
 # to below 5, on junk tokens), so an answer ends at the first token chosen below this logit.
 END_LOGIT = 8.0
+# an answer is one paragraph: at a blank line this model goes on to echo the prompt's scaffolding
+ANSWER_STOPS = ("\n\n",)
 NEUTRAL_QUESTION = "N/A"  # the content-free question of the call-or-answer calibration
 # a call when the question makes one at least e^1 times likelier than the content-free question
 CALL_MARGIN = 1.0
@@ -463,6 +465,7 @@ class LocalLlama:
                     cancel=cancel,
                     on_text=on_text,
                     end_when=self._answer_ends,
+                    stop_texts=ANSWER_STOPS,
                 )
             finally:
                 loop.call_soon_threadsafe(queue.put_nowait, None)
