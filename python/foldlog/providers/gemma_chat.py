@@ -57,7 +57,10 @@ def _ex_result(n: int, text: str) -> dict[str, Any]:
 # Gemma 3 270M (the pretrained model of the PyPI package, not an instruction-tuned one) follows
 # a pattern it has seen far better than an instruction: these show the call line, the result
 # and a short answer, and a question answered without a tool.
-EXAMPLES: tuple[tuple[frozenset[str], tuple[dict[str, Any], ...]], ...] = (
+Example = tuple[frozenset[str], Sequence[Mapping[str, Any]]]
+"""A worked example: the tools it calls, and its messages (OpenAI chat shape)."""
+
+EXAMPLES: tuple[Example, ...] = (
     (
         frozenset({"read_file"}),
         (
@@ -122,11 +125,13 @@ EXAMPLES: tuple[tuple[frozenset[str], tuple[dict[str, Any], ...]], ...] = (
 )
 
 
-def examples_for(tools: Sequence[Mapping[str, Any]], question: str = "") -> list[dict[str, Any]]:
+def examples_for(
+    tools: Sequence[Mapping[str, Any]], question: str = "", examples: Sequence[Example] = EXAMPLES
+) -> list[Mapping[str, Any]]:
     """The worked examples whose tools are all offered (the tool-free ones only with tools), the
     one most like ``question`` last: a small model follows the nearest pattern it has seen."""
     names = {str(t.get("function", t).get("name")) for t in tools}
-    usable = [msgs for needs, msgs in EXAMPLES if needs <= names and (needs or tools)]
+    usable = [msgs for needs, msgs in examples if needs <= names and (needs or tools)]
     words = _words(question)
     usable.sort(key=lambda msgs: _similarity(words, _words(text_of(msgs[0].get("content")))))
     return [m for msgs in usable for m in msgs]
@@ -215,13 +220,13 @@ def to_turns(
     messages: Sequence[Mapping[str, Any]],
     tools: Sequence[Mapping[str, Any]],
     *,
-    examples: bool = True,
+    examples: Sequence[Example] = EXAMPLES,
     examples_for_question: str | None = None,
 ) -> list[Turn]:
     """The conversation as alternating user/model turns (the first a user's).
 
     The system prompt and the tool list open the first user turn, followed by the worked
-    examples (:data:`EXAMPLES`) when ``examples``. A call is its call line in the model's turn;
+    examples (:data:`EXAMPLES` unless others are given). A call is its call line in the model's turn;
     its result is user text naming the call and its line count, after the question it serves
     (restated: the model copies what follows a question). Consecutive texts of one role are joined.
     """
@@ -232,7 +237,7 @@ def to_turns(
     if examples_for_question is not None:
         latest = examples_for_question
     shown = [
-        *(examples_for(tools, latest) if examples else ()),
+        *examples_for(tools, latest, examples),
         *(m for m in messages if m.get("role") != "system"),
     ]
     calls: dict[str, str] = {}
@@ -283,10 +288,11 @@ def render(
     template: str | None = None,
     bos: str = "<bos>",
     examples_for_question: str | None = None,
+    examples: Sequence[Example] = EXAMPLES,
 ) -> list[Segment]:
     """The prompt for the model's next turn, ending with the open ``model`` turn.
     ``examples_for_question``: order the worked examples for this question instead of the last."""
-    turns = to_turns(messages, tools, examples_for_question=examples_for_question)
+    turns = to_turns(messages, tools, examples=examples, examples_for_question=examples_for_question)
     if template:
         return template_segments(template, turns, bos)
     out = [Segment(bos, True)]

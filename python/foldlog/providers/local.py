@@ -41,7 +41,7 @@ from foldlog.providers.base import (
     UsageChunk,
 )
 from foldlog.providers.content import TEXT_ONLY, check_content
-from foldlog.providers.gemma_chat import CALL, START, is_note, parse_call, render, text_of
+from foldlog.providers.gemma_chat import CALL, EXAMPLES, START, Example, is_note, parse_call, render, text_of
 from foldlog.providers.llama_engine import Generation
 from foldlog.providers.tool_grammar import reply_grammar
 
@@ -273,6 +273,10 @@ class LocalLlama:
     ``temperature`` is given (the request's wins). Requests share one model context and run one
     at a time. ``on_retry`` is accepted for symmetry with the HTTP providers; nothing is retried
     in process.
+
+    ``examples``: the worked examples shown before the conversation (``gemma_chat.EXAMPLES``: the
+    built-in file tools and tool-free questions). The pretrained 270M model calls a tool it has
+    seen called in an example far more readily: give examples for your own tools.
     """
 
     content_types = TEXT_ONLY  # Gemma 3 270M reads text only
@@ -287,6 +291,7 @@ class LocalLlama:
         temperature: float = 0.0,
         seed: int = 0,
         end_logit: float | None = END_LOGIT,
+        examples: Sequence[Example] = EXAMPLES,
         context_window: int | None = None,
         on_retry: Any = None,
     ) -> None:
@@ -306,6 +311,7 @@ class LocalLlama:
         self.temperature = temperature
         self.seed = seed
         self.end_logit = end_logit
+        self.examples = tuple(examples)
         self._context_window = context_window or n_ctx
         self.engine: LlamaEngine | None = None
         self.load_seconds: float | None = None
@@ -364,6 +370,7 @@ class LocalLlama:
             template=template,
             bos=engine.piece(engine.bos),
             examples_for_question=examples_for_question,
+            examples=self.examples,
         )
         ids: list[int] = []
         for seg in segments:
