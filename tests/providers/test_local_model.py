@@ -132,8 +132,10 @@ def test_the_loop_guard_ends_a_loop_of_the_real_model(provider: LocalLlama, tmp_
 def test_the_grace_step_produces_an_answer(provider: LocalLlama, tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("The secret word is: harbour\n")
     answer, session = run_agent(provider, tmp_path, "What is the secret word in notes.txt?", max_steps=1)
+    print(f"grace answer: {answer!r}")
     assert [e["data"].get("source") for e in session.events if e["type"] == "user/message"][-1] == "grace"
     assert answer.strip() and not leaked(answer, special_texts(provider))
+    assert "careful software assistant" not in answer  # an answer, not an echo of the prompt
     assert session.events[-1]["data"]["reason"]["kind"] == "completed"
 
 

@@ -126,12 +126,16 @@ EXAMPLES: tuple[Example, ...] = (
 
 
 def examples_for(
-    tools: Sequence[Mapping[str, Any]], question: str = "", examples: Sequence[Example] = EXAMPLES
+    tools: Sequence[Mapping[str, Any]],
+    question: str = "",
+    examples: Sequence[Example] = EXAMPLES,
+    called: frozenset[str] = frozenset(),
 ) -> list[Mapping[str, Any]]:
-    """The worked examples whose tools are all offered (the tool-free ones only with tools), the
-    one most like ``question`` last: a small model follows the nearest pattern it has seen."""
-    names = {str(t.get("function", t).get("name")) for t in tools}
-    usable = [msgs for needs, msgs in examples if needs <= names and (needs or tools)]
+    """The worked examples whose tools are all offered or ``called`` in the conversation (and the
+    tool-free ones), the one most like ``question`` last: a small model follows the nearest
+    pattern it has seen. Without them the pretrained model echoes the prompt instead of answering."""
+    names = {str(t.get("function", t).get("name")) for t in tools} | called
+    usable = [msgs for needs, msgs in examples if needs <= names]
     words = _words(question)
     usable.sort(key=lambda msgs: _similarity(words, _words(text_of(msgs[0].get("content")))))
     return [m for msgs in usable for m in msgs]
@@ -237,7 +241,7 @@ def to_turns(
     if examples_for_question is not None:
         latest = examples_for_question
     shown = [
-        *examples_for(tools, latest, examples),
+        *examples_for(tools, latest, examples, _called(messages)),
         *(m for m in messages if m.get("role") != "system"),
     ]
     calls: dict[str, str] = {}
@@ -338,3 +342,13 @@ def parse_call(text: str) -> tuple[str, str] | None:
         return None
     name, _, args = text[len(CALL) :].partition(" ")
     return name, args.strip()
+
+
+def _called(messages: Sequence[Mapping[str, Any]]) -> frozenset[str]:
+    """The tools called in the conversation (their examples stay when no tools are offered)."""
+    return frozenset(
+        str((c.get("function") or {}).get("name"))
+        for m in messages
+        if m.get("role") == "assistant"
+        for c in m.get("tool_calls") or ()
+    )
