@@ -317,6 +317,7 @@ class LocalLlama:
         self.load_seconds: float | None = None
         self._start_lock: asyncio.Lock | None = None
         self._calls = 0
+        self.requests_sent = 0  # replies decoded (read by the CLI's usage line)
 
     def __repr__(self) -> str:
         path = str(self.model_path) if self.model_path else None
@@ -397,6 +398,7 @@ class LocalLlama:
         """
         check_content(request, self.content_types, f"LocalLlama({self.model})")
         engine = await self.start()
+        self.requests_sent += 1
         try:
             prompt = self.prompt_tokens(request, engine)
             grammar = self.grammar(request)
