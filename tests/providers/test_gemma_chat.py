@@ -30,6 +30,7 @@ READ = {
     },
 }
 
+A_TXT = '{"path":"a.txt"}'
 HISTORY: list[dict[str, Any]] = [
     {"role": "system", "content": "Be brief."},
     {"role": "user", "content": "What is in a.txt?"},
@@ -37,7 +38,7 @@ HISTORY: list[dict[str, Any]] = [
         "role": "assistant",
         "content": "",
         "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path":"a.txt"}'}}
+            {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": A_TXT}}
         ],
     },
     {"role": "tool", "tool_call_id": "c1", "content": "hello\nworld\n"},

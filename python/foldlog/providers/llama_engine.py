@@ -89,7 +89,7 @@ class LlamaEngine:
         self._lib = llama_cpp
         self._np = np
         self.lock = threading.Lock()
-        self.llm = llama_cpp.Llama(
+        self.llm: Any = llama_cpp.Llama(
             str(model_path), n_ctx=n_ctx, n_threads=n_threads, n_batch=512, verbose=False
         )
         self.n_ctx = n_ctx
@@ -118,7 +118,8 @@ class LlamaEngine:
 
     def piece(self, token: int) -> str:
         """A token's text with special tokens shown (``<end_of_turn>``)."""
-        return self.llm.detokenize([token], special=True).decode("utf-8", errors="replace")
+        data: bytes = self.llm.detokenize([token], special=True)
+        return data.decode("utf-8", errors="replace")
 
     def tokenize(self, text: str, *, special: bool) -> list[int]:
         """``special=False`` for content: a user's ``<end_of_turn>`` stays text, never a marker."""

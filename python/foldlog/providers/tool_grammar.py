@@ -58,7 +58,10 @@ def reply_grammar(
 ) -> str:
     """The grammar of one reply. ``call``/``answer``: which kinds are allowed; ``only``: the one
     tool a call must name."""
-    from llama_cpp.llama_grammar import SchemaConverter
+    from llama_cpp import llama_grammar
+
+    # llama-cpp-python's converter is untyped
+    SchemaConverter: Any = llama_grammar.SchemaConverter
 
     if not (call or answer):
         raise ValueError("a reply must be allowed to be a call or an answer")
