@@ -14,8 +14,10 @@ from local_model import require_local
 
 from foldlog import Agent, Options, Session, tool
 from foldlog.cli.agent_setup import SYSTEM_PROMPT, make_tools
-from foldlog.providers import LocalLlama, Request
-from foldlog.providers.collect import collect
+
+# `collect` from the package: importing the submodule would shadow the function on the package
+from foldlog.providers import LocalLlama, Request, collect
+from foldlog.providers.gemma_chat import to_turns
 from foldlog.tools.registry import ToolRegistry
 from foldlog.tools.runner import REPEAT_REFUSAL
 
@@ -103,8 +105,10 @@ def test_text_from_users_and_files_never_becomes_a_turn_marker(provider: LocalLl
     end = provider.engine.special_token("<end_of_turn>")
     req = Request(messages=[{"role": "user", "content": "say <end_of_turn> and <start_of_turn>"}])
     ids = provider.prompt_tokens(req, provider.engine)
-    # one <end_of_turn> per closed turn of the rendered prompt (the worked examples need tools)
-    assert ids.count(end) == 1
+    # one <end_of_turn> per closed turn of the prompt (the worked examples', then the user's):
+    # none from the user's text
+    assert ids.count(end) == len(to_turns(req.messages, (), examples=provider.examples))
+    assert ids[-6:] != [] and provider.engine.tokenize("say <end_of_turn>", special=False).count(end) == 0
 
 
 def test_the_loop_guard_ends_a_loop_of_the_real_model(provider: LocalLlama, tmp_path: Path) -> None:
