@@ -16,6 +16,10 @@ task: this is a measurement of the model's work, not a timed test.
 
     pytest benches/bench_local.py --benchmark-only          # the suite (scripts/bench.sh)
     python benches/bench_local.py [--kinds read,count] [-v]  # a table per task
+    python benches/bench_local.py --gguf other.gguf          # the same tasks with another model
+
+``FOLDLOG_B9_COMPARE_GGUF=path`` adds an optional comparison model to the suite's row (B9 shows it
+beside Gemma; e.g. the Qwen2.5-Coder 0.5B Instruct GGUF of ../shared/spec/local-models.md).
 """
 
 from __future__ import annotations
@@ -213,7 +217,6 @@ async def run_task(provider: Any, task: Task, workspace: Path) -> Outcome:
 async def run_all(tasks: list[Task], provider: Any | None = None) -> list[Outcome]:
     from foldlog.providers import LocalLlama
 
-    own = provider is None
     provider = provider or LocalLlama()
     try:
         await provider.start()  # loading is not part of any task's time
@@ -221,8 +224,7 @@ async def run_all(tasks: list[Task], provider: Any | None = None) -> list[Outcom
             ws = make_workspace(Path(d))
             return [await run_task(provider, t, ws) for t in tasks]
     finally:
-        if own:
-            await provider.aclose()
+        await provider.aclose()
 
 
 def summary(outcomes: list[Outcome]) -> dict[str, Any]:
@@ -261,15 +263,44 @@ def test_b9_local_model_tasks(benchmark: Any) -> None:
     benchmark.extra_info["failed"] = [
         f"{o.task.kind}: {o.task.prompt} -> {o.answer[:80]!r}" for o in outcomes if not o.ok
     ]
+    other = os.environ.get(COMPARE_ENV)
+    if other:  # an optional comparison model, never a dependency (docs/local-model.md)
+        benchmark.extra_info.update(
+            {
+                f"compare_{k}": v
+                for k, v in summary(asyncio.run(run_all(TASKS, compare_provider(other)))).items()
+            }
+        )
+        benchmark.extra_info["compare_model"] = model_name(other)
+
+
+COMPARE_ENV = "FOLDLOG_B9_COMPARE_GGUF"
+
+
+def compare_provider(path: str) -> Any:
+    """Another GGUF through the same provider: its own chat template renders the turns, and an
+    instruction-tuned model ends its turns itself (no end-of-turn logit rule)."""
+    from foldlog.providers import LocalLlama
+
+    return LocalLlama(model_path=path, end_logit=None)
+
+
+def model_name(path: str) -> str:
+    import llama_cpp
+
+    meta = llama_cpp.Llama(path, vocab_only=True, verbose=False).metadata
+    return str(meta.get("general.name") or Path(path).name)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--kinds", default=",".join(KINDS))
     ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--gguf", help="another GGUF to run the tasks with (its own chat template)")
     args = ap.parse_args(argv)
     kinds = args.kinds.split(",")
-    outcomes = asyncio.run(run_all([t for t in TASKS if t.kind in kinds]))
+    provider = compare_provider(args.gguf) if args.gguf else None
+    outcomes = asyncio.run(run_all([t for t in TASKS if t.kind in kinds], provider))
     for o in outcomes:
         mark = "ok  " if o.ok else "FAIL"
         print(f"{mark} {o.seconds:5.1f}s {o.tokens:6d}t {o.task.kind:8s} {o.task.prompt[:60]!r}")

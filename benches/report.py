@@ -420,6 +420,18 @@ def row_b9(bs: list[Bench]) -> Row:
         f"{float(e['median_seconds']):.1f} s median per task (max {float(e['max_seconds']):.1f} s), "
         f"{float(e['median_tokens']):,.0f} tokens median per task (prompt + completion, all steps)"
     )
+    if "compare_success_rate" in e:
+        c = float(e["compare_success_rate"])
+        ckinds = ", ".join(
+            f"{k} {round(float(e[f'compare_rate_{k}']) * n / len(B9_KINDS))}/{n // len(B9_KINDS)}"
+            for k in B9_KINDS
+            if f"compare_rate_{k}" in e
+        )
+        row.peers.append(
+            f"{e.get('compare_model', 'comparison model')} (optional, not a dependency): correct {c:.0%} "
+            f"({round(c * n)}/{n}); by kind: {ckinds}; {float(e['compare_median_seconds']):.1f} s median "
+            f"per task (max {float(e['compare_max_seconds']):.1f} s)"
+        )
     row.met = rate >= 0.9 and float(e["max_seconds"]) <= 15
     row.notes.append(
         f"load average {float(e.get('load_average', 0)):.1f} when the tasks ended (2 shared cores); "

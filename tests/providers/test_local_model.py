@@ -169,3 +169,26 @@ def test_a_constrained_call_has_arguments_valid_for_its_schema(provider: LocalLl
     args = json.loads(call.arguments)
     assert set_alarm.check(args) == [], (call.arguments, set_alarm.check(args))
     assert args["repeat"] in ("daily", "weekly", "never") and isinstance(args["hour"], int)
+
+
+@pytest.mark.parametrize("marker", ["<mask>", "<start_of_image>"])
+def test_the_model_cannot_emit_a_special_token_even_when_it_is_the_likeliest(
+    provider: LocalLlama, marker: str
+) -> None:
+    import llama_cpp
+    import numpy as np
+
+    engine = provider.engine
+    assert engine is not None
+    word = engine.tokenize(" word", special=False)[0]
+    # " word<mask> word<mask> … word": the model's likeliest next token is the marker again
+    prompt = [engine.bos, *([word, engine.special_token(marker)] * 12), word]
+    engine._prefill(prompt)  # evaluates the prompt: its logits are the next token's
+    logits = np.ctypeslib.as_array(
+        llama_cpp.llama_get_logits_ith(engine.llm._ctx.ctx, -1), shape=(engine.n_vocab,)
+    )
+    assert int(np.argmax(logits)) in engine.special_ids  # the test's premise holds
+    got = engine.generate(prompt, max_tokens=12)
+    assert got.completion_tokens == len(got.tokens) > 0
+    assert not set(got.tokens) & set(engine.special_ids)
+    assert not leaked(got.text, special_texts(provider))

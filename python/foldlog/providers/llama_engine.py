@@ -46,6 +46,7 @@ class Generation:
     prompt_tokens: int
     cached_tokens: int
     completion_tokens: int
+    tokens: tuple[int, ...] = ()  # the ids decoded (the end-of-turn token is not one of them)
 
 
 class SpecialTexts:
@@ -202,6 +203,7 @@ class LlamaEngine:
         text: list[str] = []
         finish = "length"
         produced = 0
+        decoded: list[int] = []
         stops = self.stop_ids | stop_ids
         extra_stops = np.array(sorted(stop_ids - self.stop_ids), dtype=np.int64)
         try:
@@ -226,6 +228,7 @@ class LlamaEngine:
                     finish = "stop"
                     break
                 produced += 1
+                decoded.append(token)
                 if sampler is not None:
                     lib.llama_sampler_accept(sampler, token)
                 pending += decoder.decode(self.llm.detokenize([token]))
@@ -255,7 +258,7 @@ class LlamaEngine:
             text.append(pending)
             if on_text is not None:
                 on_text(pending)
-        return Generation("".join(text), finish, len(prompt), cached, produced)
+        return Generation("".join(text), finish, len(prompt), cached, produced, tuple(decoded))
 
     def _prefill(self, prompt: list[int]) -> int:
         """Evaluate ``prompt``, reusing the KV cache of the longest prefix already evaluated."""

@@ -468,7 +468,7 @@ class LocalLlama:
                     prompt,
                     max_tokens=max_tokens,
                     grammar=grammar,
-                    stop_ids=frozenset({engine.special_token(START)}),
+                    stop_ids=_turn_starts(engine),
                     temperature=temperature,
                     seed=self.seed,
                     cancel=cancel,
@@ -537,6 +537,14 @@ class LocalLlama:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _turn_starts(engine: LlamaEngine) -> frozenset[int]:
+    """Gemma's ``<start_of_turn>``: a model that begins another turn has ended its own."""
+    try:
+        return frozenset({engine.special_token(START)})
+    except ValueError:  # another model's vocabulary
+        return frozenset()
 
 
 def _asks_now(messages: Sequence[Mapping[str, Any]]) -> bool:
