@@ -106,7 +106,8 @@ def _number(n: int) -> Callable[[str], bool]:
 
     def check(answer: str) -> bool:
         low = answer.lower()
-        return bool(re.search(rf"(?<![\d.]){n}(?![\d.])", low) or re.search(rf"\b{names[n]}\b", low))
+        # the number on its own ("5", "5.", "(5)"), not part of another ("15", "5.5")
+        return bool(re.search(rf"(?<![\d.]){n}(?!\d|\.\d)", low) or re.search(rf"\b{names[n]}\b", low))
 
     return check
 
