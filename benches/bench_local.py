@@ -28,6 +28,7 @@ import argparse
 import asyncio
 import os
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -221,9 +222,16 @@ async def run_all(tasks: list[Task], provider: Any | None = None) -> list[Outcom
     provider = provider or LocalLlama()
     try:
         await provider.start()  # loading is not part of any task's time
-        with tempfile.TemporaryDirectory(prefix="foldlog-b9-") as d:
-            ws = make_workspace(Path(d))
+        # one fixed path: it is in the system prompt, and the 270M model's answers change with it
+        # (three runs with random temporary paths: 64%, 64%, 56%); a fixed one makes runs repeatable
+        ws = Path(tempfile.gettempdir()) / "foldlog-b9-workspace"
+        shutil.rmtree(ws, ignore_errors=True)
+        ws.mkdir()
+        try:
+            make_workspace(ws)
             return [await run_task(provider, t, ws) for t in tasks]
+        finally:
+            shutil.rmtree(ws, ignore_errors=True)
     finally:
         await provider.aclose()
 
