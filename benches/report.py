@@ -474,8 +474,9 @@ BOUNDS = {
     "worked example (its tool, and often its answer's words). Format, calls and arguments are made "
     "right by the provider (Gemma's turns, a GBNF grammar, the call-or-answer decision calibrated "
     "against a content-free question, repeated calls refused); what fails is the model's choice of "
-    "tool (read_file on a folder), arithmetic and comparisons, and answers copied from an example. "
-    "See docs/local-model.md for what was tried",
+    "tool (read_file on a folder), arithmetic and comparisons, and answers copied from an example; "
+    "an instruction-tuned 0.5B model through the same provider does better (the comparison, when it "
+    "ran). See docs/local-model.md for what was tried",
     "B7": "py-spy (50 Hz, 20 s attached to the foldlog side of this run: 1,000 sessions, 1,000-connection "
     "pool, 2026-11-29): 80 % of the process is the agents' steps and the rest the event loop; 38 % is "
     "httpx/httpcore sending each request (`AsyncClient.send`, anyio cancel scopes, the pool's bookkeeping), "

@@ -18,7 +18,7 @@ from foldlog.providers.gemma_chat import (
     to_turns,
 )
 from foldlog.providers.llama_engine import SpecialTexts, _held
-from foldlog.providers.local import _already_called
+from foldlog.providers.local_turns import already_called
 from foldlog.providers.tool_grammar import reply_grammar
 
 READ = {
@@ -129,9 +129,9 @@ def test_spelled_out_special_tokens_are_cut_and_their_start_held_back() -> None:
 def test_a_repeated_call_is_recognised_whatever_the_spacing() -> None:
     call = {"id": "1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a"}'}}
     history = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "", "tool_calls": [call]}]
-    assert _already_called(history, "read_file", json.dumps({"path": "a"}, separators=(",", ":")))
-    assert not _already_called(history, "read_file", '{"path": "b"}')
+    assert already_called(history, "read_file", json.dumps({"path": "a"}, separators=(",", ":")))
+    assert not already_called(history, "read_file", '{"path": "b"}')
     # a new question starts afresh; the agent's bracketed notes do not
-    assert not _already_called([*history, {"role": "user", "content": "again"}], "read_file", '{"path":"a"}')
-    assert _already_called([*history, {"role": "user", "content": "[note]"}], "read_file", '{"path":"a"}')
+    assert not already_called([*history, {"role": "user", "content": "again"}], "read_file", '{"path":"a"}')
+    assert already_called([*history, {"role": "user", "content": "[note]"}], "read_file", '{"path":"a"}')
     assert CALL == "call "

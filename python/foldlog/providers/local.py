@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import json
 import os
 import signal
 import socket
@@ -41,8 +40,9 @@ from foldlog.providers.base import (
     UsageChunk,
 )
 from foldlog.providers.content import TEXT_ONLY, check_content
-from foldlog.providers.gemma_chat import CALL, EXAMPLES, START, Example, is_note, parse_call, render, text_of
+from foldlog.providers.gemma_chat import CALL, EXAMPLES, START, Example, parse_call, render, text_of
 from foldlog.providers.llama_engine import Generation
+from foldlog.providers.local_turns import already_called, asks_now, failed_last
 from foldlog.providers.tool_grammar import reply_grammar
 
 if TYPE_CHECKING:
@@ -404,12 +404,12 @@ class LocalLlama:
             grammar = self.grammar(request)
         except ValueError as e:
             raise ProviderError(f"cannot build the local model's prompt: {e}") from e
-        if _tool_choice(request) == "auto" and request.tools and _asks_now(request.messages):
+        if _tool_choice(request) == "auto" and request.tools and asks_now(request.messages):
             if await asyncio.to_thread(self._wants_call, engine, request, prompt):
                 grammar = reply_grammar(request.tools, answer=False)
             else:
                 grammar = reply_grammar((), call=False)
-        elif _tool_choice(request) == "auto" and request.tools and _failed_last(request.messages):
+        elif _tool_choice(request) == "auto" and request.tools and failed_last(request.messages):
             # after an error the model answers with the error far too often: it tries another call
             # (the same call again is refused below, and the agent's loop guard bounds the rest)
             grammar = reply_grammar(request.tools, answer=False)
@@ -429,7 +429,7 @@ class LocalLlama:
             if call is not None and gen.finish != "length":
                 if (
                     attempt == 1
-                    and _already_called(request.messages, *call)
+                    and already_called(request.messages, *call)
                     and _tool_choice(request) == "auto"
                 ):
                     grammar = reply_grammar((), call=False)
@@ -547,18 +547,6 @@ def _turn_starts(engine: LlamaEngine) -> frozenset[int]:
         return frozenset()
 
 
-def _asks_now(messages: Sequence[Mapping[str, Any]]) -> bool:
-    """The last message is a question (not a tool result, not one of the agent's notes)."""
-    last = messages[-1] if messages else {}
-    return last.get("role") == "user" and not is_note(text_of(last.get("content")))
-
-
-def _failed_last(messages: Sequence[Mapping[str, Any]]) -> bool:
-    """The last message is a tool result that reports an error (``error: …``)."""
-    last = messages[-1] if messages else {}
-    return last.get("role") == "tool" and text_of(last.get("content")).startswith("error:")
-
-
 def _logsumexp(values: Any) -> float:
     import numpy as np
 
@@ -586,26 +574,6 @@ def _add_usage(a: Usage, b: Usage) -> Usage:
         a.cache_hit_tokens + b.cache_hit_tokens,
         a.cache_miss_tokens + b.cache_miss_tokens,
     )
-
-
-def _already_called(messages: Sequence[Mapping[str, Any]], name: str, arguments: str) -> bool:
-    """Whether this exact call was made since the last user message that was not a note."""
-    want = _canonical(arguments)
-    for m in reversed(messages):
-        if m.get("role") == "user" and not is_note(text_of(m.get("content"))):
-            return False
-        for c in m.get("tool_calls") or () if m.get("role") == "assistant" else ():
-            fn = c.get("function") or {}
-            if fn.get("name") == name and _canonical(str(fn.get("arguments") or "")) == want:
-                return True
-    return False
-
-
-def _canonical(arguments: str) -> str:
-    try:
-        return json.dumps(json.loads(arguments or "{}"), sort_keys=True)
-    except ValueError:
-        return arguments.strip()
 
 
 def _retrieve(task: asyncio.Future[Any]) -> None:
