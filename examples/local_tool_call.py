@@ -1,7 +1,8 @@
 """A real chat with one tool call through a foldlog provider, with usage and timings.
 
-Runs Gemma 3 270M locally (llama.cpp server on loopback) by default, DeepSeek when
-``DEEPSEEK_API_KEY`` is set. ``make run`` calls this until the ``foldlog run`` CLI lands.
+Runs Gemma 3 270M locally (in process, llama.cpp) by default, DeepSeek when
+``DEEPSEEK_API_KEY`` is set. The pretrained 270M model calls a tool it has seen called, so the
+local provider gets one worked example for ``get_weather`` (``LocalLlama(examples=…)``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from foldlog.providers import DeepSeek, LocalLlama, Request, collect
 from foldlog.providers.collect import Completion
+from foldlog.providers.gemma_chat import EXAMPLES
 from foldlog.providers.openai_compat import OpenAICompatible
 
 WEATHER_TOOL = {
@@ -29,6 +31,27 @@ WEATHER_TOOL = {
         },
     },
 }
+
+
+WEATHER_EXAMPLE = (
+    frozenset({"get_weather"}),
+    (
+        {"role": "user", "content": "Is it raining in Oslo?"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "w1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "w1", "content": '{"city": "Oslo", "sky": "rain", "celsius": 4}'},
+        {"role": "assistant", "content": "Yes, it is raining in Oslo (4 °C)."},
+    ),
+)
 
 
 def get_weather(city: str = "?") -> str:
@@ -50,20 +73,23 @@ async def main(question: str) -> int:
     if os.environ.get("DEEPSEEK_API_KEY"):
         provider = DeepSeek()
     else:
-        provider = LocalLlama(n_ctx=4096, max_tokens=256)
+        provider = LocalLlama(n_ctx=4096, max_tokens=256, examples=[*EXAMPLES, WEATHER_EXAMPLE])
     print(f"provider: {provider!r}")
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You are a helpful assistant. Use the tools when they help."},
         {"role": "user", "content": question},
     ]
+    # the pretrained 270M model seldom decides on its own to call a tool outside the file tools of
+    # its worked examples (B9 in docs/benchmarks.md measures its decisions): ask it for a call
+    params = {"tool_choice": "required"} if isinstance(provider, LocalLlama) else {}
     try:
         if isinstance(provider, LocalLlama):
             t0 = time.perf_counter()
-            server = await provider.start()
-            print(f"[server] llama.cpp ready in {time.perf_counter() - t0:.2f} s at {server.base_url}")
+            await provider.start()
+            print(f"[model] loaded in {time.perf_counter() - t0:.2f} s")
         t0 = time.perf_counter()
         first = await collect(
-            provider.stream(Request(messages=messages, tools=[WEATHER_TOOL], temperature=0))
+            provider.stream(Request(messages=messages, tools=[WEATHER_TOOL], temperature=0, params=params))
         )
         _report("request 1", first, time.perf_counter() - t0)
         if not first.tool_calls:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make run`: a real agent session. DeepSeek when DEEPSEEK_API_KEY is set; otherwise, offline, the
-# local Gemma 3 270M on llama.cpp (installed into .venv on first use). The agent gets the built-in
+# local Gemma 3 270M run in process by llama.cpp (installed into .venv on first use). The agent gets the built-in
 # file tools rooted in a small demo workspace, streams its work to the terminal, and ends with the
 # answer, token usage and the path of the session log.
 set -euo pipefail
@@ -17,6 +17,7 @@ mkdir -p "$workspace"
 printf 'foldlog demo\nThe secret word is: harbour\n' > "$workspace/notes.txt"
 printf 'print("hello from foldlog")\n' > "$workspace/hello.py"
 export FOLDLOG_HOME="${FOLDLOG_HOME:-$PWD/.foldlog}"
-force=(); [ "$provider" = local ] && force=(--force-tool read_file)
+# the model chooses the tool itself; FOLDLOG_DEMO_FORCE_TOOL=read_file makes its first step call it
+force=(); [ -n "${FOLDLOG_DEMO_FORCE_TOOL:-}" ] && force=(--force-tool "$FOLDLOG_DEMO_FORCE_TOOL")
 exec "$PY" -m foldlog run --provider "$provider" --workspace "$workspace" --max-steps 4 "${force[@]}" \
     "${1:-Read the file notes.txt (path: notes.txt) and tell me the secret word written in it.}"

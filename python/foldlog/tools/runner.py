@@ -51,6 +51,12 @@ LOOP_GUARD_LINE = (
     "[loop guard] these exact calls have failed {n} times in a row with the same errors; "
     "stop repeating them and change approach."
 )
+REPEAT_LIMIT = 3
+"""The call of a tool with the same arguments that is not run in a turn (the third)."""
+REPEAT_REFUSAL = (
+    "[loop guard] not run: {name} was already called twice in this turn with these same arguments, "
+    "and its result is above; change approach: answer now with what you have."
+)
 
 
 _log = logging.getLogger("foldlog.tools")
@@ -171,6 +177,10 @@ class ToolRunner:
         self.hooks = hooks
         self._guard_key: tuple[Any, ...] | None = None
         self._guard_runs = 0
+        # calls of this turn by (name, arguments): the third of the same is refused
+        self._seen_turn = 0
+        self._seen: dict[tuple[str, str], int] = {}
+        self.refused_repeat = False  # the last batch refused a repeated call
         self._argument_limit: int | None = None
         # state of the batch in progress, read by the agent when the batch is cancelled
         self.started: set[int] = set()
@@ -190,15 +200,25 @@ class ToolRunner:
         self._argument_limit = argument_limit
         self.started = set()
         self.done = {}
+        refused = self._refuse_repeats(calls, turn)
+        self.refused_repeat = bool(refused)
+        for k, result in refused.items():
+            self.started.add(k)
+            self.done[k] = result
         sem = asyncio.Semaphore(max_parallel)
         i = 0
         while i < len(calls):
             j = i
             while j < len(calls) and self._read_only(calls[j].name):
                 j += 1
+            if i in refused:
+                i += 1
+                continue
             if j - i > 1:
                 # consecutive read-only calls: concurrently, at most max_parallel at once
                 async def one(k: int) -> None:
+                    if k in refused:
+                        return
                     async with sem:
                         self.started.add(k)
                         self.done[k] = await self._run_one(calls[k], output_limit, timeout, turn, step)
@@ -212,6 +232,25 @@ class ToolRunner:
         results = [self.done[k] for k in range(len(calls))]
         self._loop_guard(results)
         return results
+
+    def _refuse_repeats(self, calls: Sequence[ToolCall], turn: int) -> dict[int, CallResult]:
+        """Count the batch's calls in this turn; the results of those that repeat a call for the
+        ``REPEAT_LIMIT``-th time or more (same tool, same arguments), which are not run.
+
+        Why: a small model that did not take in a result asks for it again and again until the
+        step limit; the third time it is told it has the result and to answer (and the agent
+        offers no tools on the next request)."""
+        refused: dict[int, CallResult] = {}
+        if turn < 1:  # not run by an agent's turn: nothing to count against
+            return refused
+        if turn != self._seen_turn:
+            self._seen_turn, self._seen = turn, {}
+        for k, c in enumerate(calls):
+            key = (c.name, _canonical_arguments(c.arguments))
+            self._seen[key] = n = self._seen.get(key, 0) + 1
+            if n >= REPEAT_LIMIT:
+                refused[k] = CallResult(c, REPEAT_REFUSAL.format(name=c.name), True)
+        return refused
 
     def _read_only(self, name: str) -> bool:
         t = self.registry.get(name)
@@ -380,6 +419,14 @@ def _post_execute_decision(value: Any, listener: str) -> Accept | Replace | Bloc
     raise HookError(
         f"tool_post_execute hook {listener} must return accept()/replace()/block(), got {value!r}"
     )
+
+
+def _canonical_arguments(arguments: str) -> str:
+    """Arguments compared as JSON values (key order and spacing do not matter), else as text."""
+    try:
+        return json.dumps(json.loads(arguments or "{}"), sort_keys=True, ensure_ascii=False)
+    except ValueError:
+        return arguments.strip()
 
 
 __all__ = ["CallResult", "ToolRunner", "bounded", "cap_output", "to_outcome", "to_text"]
