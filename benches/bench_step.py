@@ -24,12 +24,12 @@ from typing import Any
 
 import pytest
 
-from foldlog import Session, planning
-from foldlog.compaction import Compactor
-from foldlog.options import Options
+from foldlog import Session
+from foldlog.agent.options import Options
+from foldlog.compaction import Compactor, planning
+from foldlog.log.wire import ChunkedBody
 from foldlog.providers.base import Request
 from foldlog.providers.deepseek import DeepSeek
-from foldlog.wire import ChunkedBody
 from workloads import Workload
 
 MODEL = "deepseek-v4-flash"

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from foldlog.errors import HookError, HookRefused, InvalidHookError
 
 if TYPE_CHECKING:
-    from foldlog.agent import Agent
+    from foldlog.agent.loop import Agent
     from foldlog.providers.base import Request, ToolCall
 
 T = TypeVar("T")
@@ -48,7 +48,7 @@ class Reject:
 
 def enter(messages: Sequence[Any]) -> Enter:
     """Proceed with these messages (strings or user message dicts)."""
-    from foldlog.inbox import as_user_message
+    from foldlog.agent.inbox import as_user_message
 
     return Enter(tuple(as_user_message(m) for m in messages))
 

@@ -12,12 +12,12 @@ import types
 from typing import Any, ClassVar
 
 import pytest
-from agent_helpers import call, of_type, reply
 
 from foldlog import Agent, Options, Session, tool
 from foldlog.errors import CompactionError
 from foldlog.events import Notice
 from foldlog.providers import Scripted
+from tests.agent.agent_helpers import call, of_type, reply
 
 
 @tool(read_only=True)

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from agent_helpers import call, of_type, reply
 
 from foldlog import Agent, HookRefused, InvalidHookError, Session, tool
+from foldlog.agent.subagent import task_tool
 from foldlog.errors import APIError
 from foldlog.hooks import (
     RAISE,
@@ -40,7 +40,7 @@ from foldlog.hooks import (
 )
 from foldlog.providers import Scripted
 from foldlog.providers.base import Request
-from foldlog.subagent import task_tool
+from tests.agent.agent_helpers import call, of_type, reply
 
 KINDS = ("passes", "silent", "decides")
 

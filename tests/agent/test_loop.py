@@ -4,13 +4,13 @@ import asyncio
 from typing import Any
 
 import pytest
-from agent_helpers import call, checked, of_type, reply, types
 
 from foldlog import Agent, MaxStepsExceeded, Options, Session, tool
-from foldlog._frozen import thaw
 from foldlog.errors import APIError, ProviderError, StreamInterrupted
 from foldlog.events import Retrying, Text, ToolDispatch, ToolResult, TurnDone, TurnStarted, Usage
+from foldlog.log.frozen import thaw
 from foldlog.providers import Scripted
+from tests.agent.agent_helpers import call, checked, of_type, reply, types
 
 
 @tool(read_only=True)

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_testlib import FakeOpenAI, run_cli
 
-from foldlog.session import Session
+from foldlog.log.session import Session
+from tests.cli.cli_testlib import FakeOpenAI, run_cli
 
 # these drive the Agent and the OpenAI-compatible provider, built on other branches; until both
 # are merged there is nothing to drive
@@ -265,7 +265,7 @@ def test_ctrl_c_cancels_the_turn_exit_130(tmp_path: Path, workspace: Path) -> No
     import sys
     import time
 
-    from cli_testlib import cli_env
+    from tests.cli.cli_testlib import cli_env
 
     for server in _serve([{"content": "too late", "delay": 20}]):
         proc = subprocess.Popen(

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_testlib import corpus_transcripts, run_cli, source_tool_counts
 
-from foldlog.session import Session
+from foldlog.log.session import Session
+from tests.cli.cli_testlib import corpus_transcripts, run_cli, source_tool_counts
 
 
 def _write_v1(path: Path, build: list[tuple[str, dict, object, list[int] | None]]) -> None:

@@ -13,14 +13,13 @@ from typing import Any
 
 import pytest
 
-from foldlog import Agent, Options, Session, planning, tool
-from foldlog.compaction import ELISION, Compactor, unfinished_compaction
+from foldlog import Agent, Options, Session, tool
+from foldlog.compaction import ELISION, Compactor, planning, unfinished_compaction
+from foldlog.compaction.summary import SUMMARY_SYSTEM_PROMPT
 from foldlog.events import CompactionDone, CompactionStarted, Notice, Usage
 from foldlog.providers import Scripted
 from foldlog.providers.base import Request
-from foldlog.summary import SUMMARY_SYSTEM_PROMPT
-
-from .plan_checks import digest_indices
+from tests.compaction.plan_checks import digest_indices
 
 WINDOW = 4_000
 BIG = 4_000  # characters per tool output: about 1,000 estimated tokens

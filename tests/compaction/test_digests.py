@@ -10,14 +10,13 @@ from typing import Any
 
 import pytest
 
-from foldlog import Options, Session, planning
-from foldlog.compaction import Compactor
+from foldlog import Options, Session
+from foldlog.compaction import Compactor, planning
 from foldlog.interchange import convert, write_conversation
 from foldlog.providers import Scripted
 from foldlog.providers.base import Done
-
-from .corpus_histories import corpus_dir
-from .plan_checks import digest_indices
+from tests.compaction.corpus_histories import corpus_dir
+from tests.compaction.plan_checks import digest_indices
 
 MODEL = "deepseek-v4-flash"
 SPOTTER = "claude-code-spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl"

@@ -8,8 +8,8 @@ from typing import Any
 
 from foldlog import Options, Session
 from foldlog.compaction import Compactor
+from foldlog.log.tokens import Tokenizer
 from foldlog.providers import Scripted
-from foldlog.tokens import Tokenizer
 
 MODEL = "deepseek-v4-flash"
 TOOLS = [{"type": "function", "function": {"name": "fetch", "parameters": {"type": "object"}}}]
@@ -72,7 +72,7 @@ def test_without_usage_the_running_total_decides() -> None:
 
 
 def test_the_plan_is_the_cores_plan_of_the_sessions_counts() -> None:
-    from foldlog import planning
+    from foldlog.compaction import planning
 
     s = history(12)
     c, _ = compactor(s, 4_000, [])

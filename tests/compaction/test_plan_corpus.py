@@ -14,9 +14,8 @@ from foldlog import Options, Session, _core
 from foldlog._core import PlanHistory
 from foldlog.compaction import Compactor
 from foldlog.providers.base import Done
-
-from .corpus_histories import all_histories, corpus_dir, imported_sessions
-from .plan_checks import ESTIMATE_MODEL, check_plan, digest_indices
+from tests.compaction.corpus_histories import all_histories, corpus_dir, imported_sessions
+from tests.compaction.plan_checks import ESTIMATE_MODEL, check_plan, digest_indices
 
 pytestmark = pytest.mark.skipif(not corpus_dir().is_dir(), reason="../shared/corpus is not available")
 

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from foldlog import CompactionError, Session, _core, planning
-from foldlog.tokens import Tokenizer
-
-from .plan_checks import ESTIMATE_MODEL, history_with_tokens, session_of
+from foldlog import CompactionError, Session, _core
+from foldlog.compaction import planning
+from foldlog.log.tokens import Tokenizer
+from tests.compaction.plan_checks import ESTIMATE_MODEL, history_with_tokens, session_of
 
 
 def call(cid: str, name: str = "bash") -> dict[str, Any]:

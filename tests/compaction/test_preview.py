@@ -12,14 +12,13 @@ from typing import Any
 
 import pytest
 
-from cli.cli_testlib import FakeOpenAI
 from foldlog import Options, Session
 from foldlog.cli.main import main
 from foldlog.compaction import Compactor
 from foldlog.providers import Scripted
 from foldlog.providers.base import Done
-
-from .corpus_histories import corpus_dir
+from tests.cli.cli_testlib import FakeOpenAI
+from tests.compaction.corpus_histories import corpus_dir
 
 SPOTTER = "claude-code-spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl"  # the README's example
 SPOTTER_2 = "claude-code-spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl"

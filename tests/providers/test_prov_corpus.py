@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prov_loopback import Loopback, corpus, sse
 
 from foldlog.errors import APIError
 from foldlog.providers import OpenAICompatible, Request, collect
 from foldlog.providers.collect import Completion
+from tests.providers.prov_loopback import Loopback, corpus, sse
 
 LANGCHAINGO = corpus("langchaingo-httprr")
 PYDANTIC = corpus("pydantic-ai-cassettes", "extracted")

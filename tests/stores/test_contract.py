@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from store_helpers import read_message, start_worker
-from store_logdata import header, header_line, line, load_with_reader, parse_log, step_batch
 
 from foldlog.errors import InvalidEventError, SessionLockedError, StorageError
 from foldlog.stores.base import SessionInfo, SessionStore, StoreWriter
+from tests.stores.store_helpers import read_message, start_worker
+from tests.stores.store_logdata import header, header_line, line, load_with_reader, parse_log, step_batch
 
 
 def _info(store: Any, session_id: str) -> SessionInfo:

@@ -55,7 +55,7 @@ def human_size(n: int) -> str:
 def surface_tokens(messages: Any, model: str | None) -> tuple[int, str]:
     """Prompt tokens ``messages`` cost for ``model`` and how they were counted (tokenizer name)."""
     from foldlog.errors import FoldlogError
-    from foldlog.tokens import DEFAULT_MODEL, Tokenizer
+    from foldlog.log.tokens import DEFAULT_MODEL, Tokenizer
 
     try:
         tokenizer = Tokenizer.for_model(model or DEFAULT_MODEL)

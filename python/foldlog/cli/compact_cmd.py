@@ -49,7 +49,7 @@ def _compactor(session: Any, provider: Any, options: Any, sink: Any, mechanical:
     """The compactor both the dry run and the run use. Under ``--mechanical`` no model is asked,
     so tokens are counted with ``--model``'s tokenizer, else foldlog's default model's."""
     from foldlog.compaction import Compactor
-    from foldlog.tokens import DEFAULT_MODEL
+    from foldlog.log.tokens import DEFAULT_MODEL
 
     if mechanical and session.model is None:
         session.model = options.model or DEFAULT_MODEL
@@ -58,7 +58,7 @@ def _compactor(session: Any, provider: Any, options: Any, sink: Any, mechanical:
 
 async def _compact(args: argparse.Namespace) -> int:
     from foldlog.cli.agent_setup import make_options, make_provider
-    from foldlog.session import Session
+    from foldlog.log.session import Session
 
     cfg = config_from_args(args)
     path = session_path(args.path, cfg)

@@ -10,14 +10,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from foldlog._frozen import thaw
 from foldlog.cli.common import config_from_args, console, session_path, surface_tokens
 from foldlog.cli.main import EXIT_OK, UsageError
 from foldlog.cli.render import print_events, print_messages
+from foldlog.log.frozen import thaw
 
 
 def _load(path: Path) -> Any:
-    from foldlog.session import Session
+    from foldlog.log.session import Session
 
     return Session.load(path)
 
@@ -118,7 +118,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 def cmd_repair(args: argparse.Namespace) -> int:
     """Open the log for writing: the session appends its load-repair events (and cuts a torn tail)."""
-    from foldlog.session import Session
+    from foldlog.log.session import Session
 
     path = session_path(args.path, config_from_args(args))
     session = Session.open(path)
@@ -148,7 +148,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from foldlog.cli.store import safe_id
     from foldlog.interchange import convert
     from foldlog.interchange.writer import write_conversation
-    from foldlog.session import Session
+    from foldlog.log.session import Session
     from foldlog.stores.file import private_folder
 
     cfg = config_from_args(args)

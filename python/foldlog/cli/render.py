@@ -6,8 +6,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from foldlog._frozen import thaw
 from foldlog.cli.common import shorten
+from foldlog.log.frozen import thaw
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -34,7 +34,7 @@ from foldlog.providers.sse import MAX_LINE_BYTES, MAX_NOISE_BYTES, SSEDecoder, S
 if TYPE_CHECKING:
     import httpx
 
-    from foldlog.wire import ChunkedBody
+    from foldlog.log.wire import ChunkedBody
 
 log = logging.getLogger("foldlog.providers")
 
@@ -221,7 +221,7 @@ class OpenAICompatible:
             and wire.style == style
             and wire.messages is request.messages
         ):
-            from foldlog.wire import chunked_body
+            from foldlog.log.wire import chunked_body
 
             return chunked_body(wire, self.build_body(dataclasses.replace(request, messages=(), wire=None)))
         return self.encode_body(self.build_body(request))

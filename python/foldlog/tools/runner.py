@@ -41,7 +41,7 @@ from foldlog.tools.content import MalformedContent, cap_blocks, check_blocks, lo
 from foldlog.tools.output import HeadTail, cap_output, cap_text, clean_text, utf8_len
 
 if TYPE_CHECKING:
-    from foldlog.agent import Agent
+    from foldlog.agent.loop import Agent
     from foldlog.hooks import Hooks
     from foldlog.providers.base import ToolCall
     from foldlog.tools.registry import Tool, ToolRegistry

@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 
 from foldlog import Session
-from foldlog._frozen import thaw
 from foldlog.interchange import convert, write_conversation
+from foldlog.log.frozen import thaw
+from foldlog.log.tokens import Tokenizer
+from foldlog.log.wire import ChunkedBody, frame
 from foldlog.providers.base import Request
 from foldlog.providers.deepseek import DeepSeek
 from foldlog.providers.openai_compat import OpenAICompatible
-from foldlog.tokens import Tokenizer
-from foldlog.wire import ChunkedBody, frame
-from tokens_corpus import shared_dir
+from tests.tokens.tokens_corpus import shared_dir
 
 CORPUS = [
     ("claude-code", ("claude-code-spotter", "258c7280-ae70-4798-800f-63464d01a85d.jsonl")),

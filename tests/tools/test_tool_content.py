@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_helpers import call, of_type, reply
-
 from foldlog import Agent, Options, Session, tool
 from foldlog.events import ToolResult
 from foldlog.hooks import ToolOutcome, replace
 from foldlog.providers import Scripted
+from tests.agent.agent_helpers import call, of_type, reply
 
 URL = "data:image/png;base64,iVBORw0KGgo="
 IMAGE = {"type": "image_url", "image_url": {"url": URL, "detail": "low"}}

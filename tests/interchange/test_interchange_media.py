@@ -9,11 +9,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cli_testlib import check_well_formed, run_cli
-
 from foldlog.interchange import convert
 from foldlog.interchange.writer import write_conversation
-from foldlog.session import Session
+from foldlog.log.session import Session
+from tests.cli.cli_testlib import check_well_formed, run_cli
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
 IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}

@@ -31,8 +31,8 @@ import pytest
 
 from foldlog import Session
 from foldlog.agent import Agent
+from foldlog.agent.options import Options
 from foldlog.errors import MaxStepsExceeded, ProviderError, RunCancelled
-from foldlog.options import Options
 from foldlog.providers.openai_compat import OpenAICompatible
 from foldlog.providers.retry import RetryPolicy
 from foldlog.tools.registry import tool

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Optional, TypedDict
 
 import pytest
-from agent_helpers import call, of_type, reply
 
 from foldlog import Agent, Options, Session, Tool, ToolRegistry, tool
 from foldlog.hooks import ToolContext
@@ -15,6 +14,7 @@ from foldlog.providers import Scripted
 from foldlog.providers.base import ToolCall
 from foldlog.tools.runner import ToolRunner, cap_output
 from foldlog.tools.schema import SchemaError, validate
+from tests.agent.agent_helpers import call, of_type, reply
 
 
 class Color(enum.Enum):

@@ -16,6 +16,8 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from foldlog.agent.inbox import Inbox
+from foldlog.agent.options import Options
 from foldlog.errors import (
     FoldlogError,
     HookError,
@@ -55,8 +57,6 @@ from foldlog.hooks import (
     run_waterfall,
     stream_decision,
 )
-from foldlog.inbox import Inbox
-from foldlog.options import Options
 from foldlog.providers.base import Request, ToolCall, Usage, chunk_data
 from foldlog.providers.content import ContentScan
 from foldlog.tools.content import render_text
@@ -64,8 +64,8 @@ from foldlog.tools.registry import Tool, ToolRegistry
 from foldlog.tools.runner import CallResult, ToolRunner
 
 if TYPE_CHECKING:
+    from foldlog.log.session import Session
     from foldlog.providers.base import Chunk, Provider
-    from foldlog.session import Session
 
 _log = logging.getLogger("foldlog.agent")
 
@@ -131,7 +131,7 @@ class Agent:
         sink: Callable[[Any], Any] | None = None,
     ) -> None:
         if session is None:
-            from foldlog.session import Session
+            from foldlog.log.session import Session
 
             session = Session()
         self.provider = provider
@@ -766,7 +766,7 @@ def _checks_content(provider: Any) -> bool:
 
 
 def _wire_style(provider: Any) -> str | None:
-    """The provider's wire style, when it sends the core's cached message JSON (`foldlog.wire`)."""
+    """The provider's wire style, when it sends the core's cached message JSON (`foldlog.log.wire`)."""
     fn = getattr(provider, "wire_style", None)
     style = fn() if callable(fn) else None
     return style if isinstance(style, str) else None

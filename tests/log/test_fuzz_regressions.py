@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-FUZZ = Path(__file__).resolve().parent.parent / "fuzz"
+FUZZ = Path(__file__).resolve().parents[2] / "fuzz"
 TARGETS = ("session_load", "session_add", "sse")
 
 

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 import foldlog
 from foldlog import _core
-from foldlog.tokens import deepseek_tokenizer_path
-from tokens_corpus import corpus_files, file_texts, sample
+from foldlog.log.tokens import deepseek_tokenizer_path
+from tests.tokens.tokens_corpus import corpus_files, file_texts, sample
 
 tokenizers = pytest.importorskip("tokenizers")
 tiktoken = pytest.importorskip("tiktoken")
