@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from foldlog.errors import ConfigError
+
 if TYPE_CHECKING:
     from foldlog.providers.base import Provider
 
@@ -53,21 +55,23 @@ class Options:
 
     def __post_init__(self) -> None:
         if self.max_steps is not None and self.max_steps < 1:
-            raise ValueError(f"Options.max_steps must be >= 1 or None, got {self.max_steps}")
+            raise ConfigError(f"Options.max_steps must be >= 1 or None, got {self.max_steps}")
         if self.max_parallel_tools < 1:
-            raise ValueError(f"Options.max_parallel_tools must be >= 1, got {self.max_parallel_tools}")
+            raise ConfigError(f"Options.max_parallel_tools must be >= 1, got {self.max_parallel_tools}")
         if self.tool_output_limit < 64:
-            raise ValueError(f"Options.tool_output_limit must be >= 64, got {self.tool_output_limit}")
+            raise ConfigError(f"Options.tool_output_limit must be >= 64, got {self.tool_output_limit}")
         if self.tool_argument_limit is not None and self.tool_argument_limit < 1:
-            raise ValueError(
+            raise ConfigError(
                 f"Options.tool_argument_limit must be >= 1 or None, got {self.tool_argument_limit}"
             )
         if self.tool_timeout is not None and self.tool_timeout <= 0:
-            raise ValueError(f"Options.tool_timeout must be > 0 or None, got {self.tool_timeout}")
+            raise ConfigError(f"Options.tool_timeout must be > 0 or None, got {self.tool_timeout}")
         if self.keep_policy not in _KEEP_POLICIES:
-            raise ValueError(f"Options.keep_policy must be one of {_KEEP_POLICIES}, got {self.keep_policy!r}")
+            raise ConfigError(
+                f"Options.keep_policy must be one of {_KEEP_POLICIES}, got {self.keep_policy!r}"
+            )
         if not 0 < self.soft_compact_ratio <= self.compact_ratio <= self.force_compact_ratio <= 1:
-            raise ValueError(
+            raise ConfigError(
                 "Options ratios must satisfy "
                 "0 < soft_compact_ratio <= compact_ratio <= force_compact_ratio <= 1"
             )

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from foldlog.cli.config import Config
-from foldlog.cli.main import UsageError
+from foldlog.cli.exits import UsageError
 
 if TYPE_CHECKING:
     from foldlog.log.session import Session

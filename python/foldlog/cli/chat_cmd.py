@@ -17,10 +17,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from foldlog.cli.common import config_from_args, console, human_size, surface_tokens
+from foldlog.cli.common import add_agent_options, config_from_args, console, human_size, surface_tokens
 from foldlog.cli.config import Config
+from foldlog.cli.exits import EXIT_OK
 from foldlog.cli.live import LiveSink
-from foldlog.cli.main import EXIT_OK
 
 HELP = [
     ("/compact [focus]", "fold older history into a summary now (optionally saying what to keep)"),
@@ -220,7 +220,7 @@ class Chat:
             if not others:
                 self.out.print("no other session to resume")
                 return
-            ref = str(others[0].path)
+            ref = others[0].path or others[0].id
         try:
             self._open(ref, False)
         except FileNotFoundError as exc:
@@ -232,7 +232,7 @@ class Chat:
         for info in list_sessions(self.cfg.sessions_dir)[:10]:
             mark = "*" if info.id == self.session.id else " "
             self.out.print(
-                f"{mark} {info.id}  {info.turns} turn(s)  {human_size(info.size)}  {info.preview}",
+                f"{mark} {info.id}  {info.turns} turn(s)  {human_size(info.size)}  {info.preview or ''}",
                 markup=False,
             )
 
@@ -312,6 +312,12 @@ class Chat:
                 self.session.close()
             await self.provider.aclose()
         return EXIT_OK
+
+
+def add_parser(verbs: Any) -> None:
+    chat = verbs.add_parser("chat", help="interactive chat with slash commands (/help)")
+    add_agent_options(chat)
+    chat.set_defaults(func=cmd_chat)
 
 
 def cmd_chat(args: argparse.Namespace) -> int:

@@ -11,9 +11,9 @@ import asyncio
 import dataclasses
 from typing import Any
 
-from foldlog.cli.common import config_from_args, session_path
+from foldlog.cli.common import PROVIDERS, config_from_args, session_path
+from foldlog.cli.exits import EXIT_OK
 from foldlog.cli.live import LiveSink
-from foldlog.cli.main import EXIT_OK
 
 # the window assumed when --mechanical is given without --context-window (no provider to ask)
 MECHANICAL_WINDOW = 128_000
@@ -99,6 +99,21 @@ async def _compact(args: argparse.Namespace) -> int:
         f"{before} → {after} messages on the surface"
     )
     return EXIT_OK
+
+
+def add_parser(verbs: Any) -> None:
+    compact = verbs.add_parser("compact", help="fold a session's history into a summary now")
+    compact.add_argument("path", metavar="PATH|ID")
+    compact.add_argument("--focus", metavar="TEXT", help="what the summary should keep")
+    compact.add_argument("--provider", choices=PROVIDERS)
+    compact.add_argument("--model")
+    compact.add_argument("--base-url")
+    compact.add_argument("--context-window", type=int)
+    compact.add_argument(
+        "--mechanical", action="store_true", help="no summary call: fold with a plain notice"
+    )
+    compact.add_argument("--dry-run", action="store_true", help="show the plan, write nothing")
+    compact.set_defaults(func=cmd_compact)
 
 
 def cmd_compact(args: argparse.Namespace) -> int:

@@ -13,6 +13,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from foldlog.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
+
 #: environment variables read (in this order) when ``--dsn`` is not given
 DSN_ENV_VARS = ("FOLDLOG_DATABASE_URL", "DATABASE_URL")
 
@@ -51,17 +53,17 @@ def run_init(args: argparse.Namespace) -> int:
 
     dsn = _dsn(args)
     if dsn is None:
-        return 2
+        return EXIT_USAGE
     try:
         applied = init_db(dsn)
     except StorageError as exc:
         print(f"foldlog db init: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_ERROR
     if applied:
         print(f"applied {', '.join(applied)}: schema version {SCHEMA_VERSION}")
     else:
         print(f"up to date: schema version {SCHEMA_VERSION}")
-    return 0
+    return EXIT_OK
 
 
 def run_status(args: argparse.Namespace) -> int:
@@ -71,18 +73,18 @@ def run_status(args: argparse.Namespace) -> int:
 
     dsn = _dsn(args)
     if dsn is None:
-        return 2
+        return EXIT_USAGE
     try:
         found = schema_version(dsn)
     except StorageError as exc:
         print(f"foldlog db status: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_ERROR
     if found == 0:
         print("not initialised: run `foldlog db init`")
-        return 1
+        return EXIT_ERROR
     state = "up to date" if found == SCHEMA_VERSION else f"this foldlog expects {SCHEMA_VERSION}"
     print(f"schema version {found} ({state})")
-    return 0 if found == SCHEMA_VERSION else 1
+    return EXIT_OK if found == SCHEMA_VERSION else EXIT_ERROR
 
 
 def main(argv: Sequence[str] | None = None) -> int:

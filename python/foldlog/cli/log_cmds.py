@@ -11,9 +11,58 @@ from pathlib import Path
 from typing import Any
 
 from foldlog.cli.common import config_from_args, console, session_path, surface_tokens
-from foldlog.cli.main import EXIT_OK, UsageError
+from foldlog.cli.exits import EXIT_OK, UsageError
 from foldlog.cli.render import print_events, print_messages
 from foldlog.log.frozen import thaw
+
+
+def add_parser(verbs: Any) -> None:
+    """``log show|inspect|repair|import|export``."""
+    from foldlog.interchange import FORMATS
+
+    log = verbs.add_parser("log", help="show, inspect, repair, import and export session logs")
+    log_verbs = log.add_subparsers(dest="log_verb", metavar="ACTION")
+    log_verbs.required = True
+    show = log_verbs.add_parser("show", help="print the conversation a log derives")
+    show.add_argument("path", metavar="PATH|ID")
+    show.add_argument("--full", action="store_true", help="do not shorten long messages")
+    show.add_argument("--events", action="store_true", help="list the raw events instead")
+    show.set_defaults(func=cmd_show)
+    inspect = log_verbs.add_parser("inspect", help="counts and health of a log")
+    inspect.add_argument("path", metavar="PATH|ID")
+    inspect.add_argument("--json", action="store_true", help="print JSON")
+    inspect.add_argument(
+        "--model", help="count the surface's tokens with this model's tokenizer (default: deepseek-v4-flash)"
+    )
+    inspect.set_defaults(func=cmd_inspect)
+    repair = log_verbs.add_parser("repair", help="append the events that make a damaged log usable")
+    repair.add_argument("path", metavar="PATH|ID")
+    repair.set_defaults(func=cmd_repair)
+    imp = log_verbs.add_parser("import", help="convert a foreign transcript into a foldlog log")
+    imp.add_argument("--from", dest="source_format", required=True, choices=tuple(FORMATS))
+    imp.add_argument("src", metavar="SRC")
+    imp.add_argument(
+        "-o",
+        "--output",
+        metavar="DST",
+        help="log file to write (a folder when SRC holds several transcripts); default: the sessions folder",
+    )
+    imp.add_argument(
+        "--index", type=int, help="only the N-th transcript of a multi-transcript file (0-based)"
+    )
+    imp.add_argument("--force", action="store_true", help="overwrite existing output files")
+    imp.add_argument("--json", action="store_true", help="print what was written as JSON")
+    imp.set_defaults(func=cmd_import)
+    exp = log_verbs.add_parser("export", help="write a log's derived messages in another format")
+    exp.add_argument("--to", dest="target_format", required=True, choices=("openai",))
+    exp.add_argument("src", metavar="PATH|ID")
+    exp.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    exp.add_argument(
+        "--wire",
+        action="store_true",
+        help="apply the strict send normalizer (exactly what a request would carry)",
+    )
+    exp.set_defaults(func=cmd_export)
 
 
 def _load(path: Path) -> Any:

@@ -17,11 +17,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 from foldlog import _core
 from foldlog.errors import InvalidEventError, StorageError
 from foldlog.log.frozen import EventsView, FrozenDict, freeze, thaw
+from foldlog.stores.base import StoreWriter
 
 if TYPE_CHECKING:
     from foldlog._core import PlanHistory
@@ -53,14 +54,6 @@ def header_line(session_id: str, meta: Mapping[str, Any] | None = None, parent: 
         "meta": dict(meta or {}),
     }
     return json.dumps(header, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
-
-
-class StoreWriter(Protocol):
-    """What `Session.open` needs of a store's writer (see `foldlog.stores`)."""
-
-    def read_log(self) -> bytes: ...
-    def append(self, lines: bytes, first_seq: int, count: int) -> None: ...
-    def close(self) -> None: ...
 
 
 class Session:
