@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from foldlog.errors import HookError, HookRefused, InvalidHookError
+from foldlog.tools.host import ToolContext, ToolOutcome
 
 if TYPE_CHECKING:
     from foldlog.agent.loop import Agent
     from foldlog.providers.base import Request, ToolCall
+    from foldlog.tools.host import ToolHost
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -158,35 +160,8 @@ class TurnStoppingContext:
 
 
 @dataclass(slots=True)
-class ToolContext:
-    """What a tool hook (and a tool that asks for it) sees of the call in progress."""
-
-    agent: Agent | None
-    call: ToolCall
-    arguments: dict[str, Any] = field(default_factory=dict)
-    turn: int = 0
-    step: int = 0
-
-    def progress(self, message: str) -> None:
-        if self.agent is not None:
-            from foldlog.events import ToolProgress
-
-            self.agent._emit(ToolProgress(self.call.id, self.call.name, message))
-
-
-@dataclass(slots=True)
-class ToolOutcome:
-    """A tool's result: text, or a list of content blocks (``foldlog.tools.content``: text and
-    images, …). ``meta`` goes to the ``tool/result`` event's ``meta`` (e.g. ``utf8Replaced``)."""
-
-    content: str | list[dict[str, Any]]
-    is_error: bool = False
-    meta: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
 class PostExecuteContext:
-    agent: Agent | None
+    agent: ToolHost | None
     call: ToolCall
     result: ToolOutcome
 
@@ -316,42 +291,6 @@ def stream_decision(value: Any, listener: str) -> Any:
     raise HookError(
         f"llm_stream hook {listener} must return an async iterator of chunks or reject(...), got {value!r}"
     )
-
-
-class HookedProvider:
-    """A provider whose every stream passes through an agent's ``llm_stream`` hooks: what the
-    agent hands its compactor, so a summary call is no way around a stream policy. Everything
-    else is the wrapped provider's."""
-
-    def __init__(self, agent: Agent, provider: Any, purpose: Literal["step", "compaction"]) -> None:
-        self._agent = agent
-        self._provider = provider
-        self._purpose = purpose
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._provider, name)
-
-    def __repr__(self) -> str:
-        return f"HookedProvider({self._provider!r})"
-
-    async def stream(self, request: Request) -> AsyncIterator[Any]:
-        listeners = self._agent.hooks.llm_stream_hooks
-        provider = self._provider
-
-        async def base() -> Any:
-            return provider.stream(request)
-
-        # a refusal raises HookRefused here: the caller's call fails (a summary falls back)
-        stream = await run_waterfall(
-            listeners, StreamContext(self._agent, request, self._purpose), base, "llm_stream", stream_decision
-        )
-        try:
-            async for chunk in stream:
-                yield chunk
-        finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                await aclose()
 
 
 def _name(fn: Callable[..., Any]) -> str:

@@ -33,6 +33,7 @@ from foldlog.providers.openai_compat import OpenAICompatible
 from foldlog.providers.retry import RetryPolicy
 from foldlog.stores import FileStore
 from foldlog.tools.builtin import builtin_tools, scrubbed_env
+from foldlog.tools.host import ToolLimits
 from foldlog.tools.runner import ToolRunner
 
 KEY = "sk-fl-PRIVACY-7f3c9e1d2b4a"
@@ -288,12 +289,13 @@ def _run_tool(root: Path, name: str, args: dict[str, Any], **opts: bool) -> tupl
     from foldlog import ToolRegistry
     from foldlog.providers.base import ToolCall
 
-    runner = ToolRunner(ToolRegistry(builtin_tools(root, **opts)), None, None)
-    [r] = asyncio.run(
-        runner.run_batch(
-            [ToolCall("c", name, json.dumps(args))], max_parallel=1, output_limit=8192, timeout=None
-        )
+    runner = ToolRunner(
+        ToolRegistry(builtin_tools(root, **opts)),
+        None,
+        None,
+        ToolLimits(max_parallel=1, output_limit=8192, timeout=None),
     )
+    [r] = asyncio.run(runner.run_batch([ToolCall("c", name, json.dumps(args))]))
     return r.content, r.is_error
 
 

@@ -287,3 +287,22 @@ def test_ctrl_c_cancels_the_turn_exit_130(tmp_path: Path, workspace: Path) -> No
         events = Session.load(log).events
         ends = [ev for ev in events if ev["type"] == "turn/end"]
         assert ends and ends[-1]["data"]["reason"]["kind"] == "aborted"
+
+
+def test_chat_model_command_moves_the_session_to_the_new_models_tokenizer(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """``/model`` changes what the requests name *and* the model the session counts with: the
+    events written after it carry exact counts of the new model's tokenizer."""
+    server = FakeOpenAI([{"content": "hi there", "usage": USAGE}])
+    try:
+        script = "/model deepseek-v4-flash\nhello\n/quit\n"
+        proc = run_cli("chat", *_agent_args(server, workspace), home=tmp_path, input=script)
+    finally:
+        server.close()
+    assert proc.returncode == 0, proc.stderr
+    assert [r["model"] for r in server.requests] == ["deepseek-v4-flash"]
+    [log] = (tmp_path / "sessions").glob("*.jsonl")
+    events = [json.loads(line) for line in log.read_text().splitlines()[1:]]
+    [user] = [e for e in events if e["type"] == "user/message"]
+    assert "deepseek-v4" in user.get("tokens", {}), user

@@ -76,7 +76,7 @@ async def _grow_and_fold(msgs: list[dict[str, Any]], window: int) -> tuple[int, 
     """Replays a session message by message through a Compactor, folding whenever the session's
     count passes 80% (forced past 90%); every fold does what its preview said."""
     s = Session()
-    c = Compactor(s, _NoSummary(window), Options(context_window=window, prune_min_bytes=10**9))  # type: ignore[arg-type]
+    c = Compactor(s, _NoSummary(window), Options(context_window=window, prune_min_bytes=10**9).compaction())  # type: ignore[arg-type]
     digests: list[str] = []
     folds = 0
     for m in msgs:

@@ -8,6 +8,7 @@ import pytest
 
 from foldlog import CompactionError, Session, _core
 from foldlog.compaction import planning
+from foldlog.log.text import message_text
 from foldlog.log.tokens import Tokenizer
 from tests.compaction.plan_checks import ESTIMATE_MODEL, history_with_tokens, session_of
 
@@ -42,7 +43,7 @@ def test_flags_read_by_the_core() -> None:
     flags = _flags(s)
     assert flags == [0, *[marked] * 5, 0, marked, 0, error, error, 0, elided]
     assert not any(f & digest for f in flags)  # a digest is known from the log only
-    assert planning.message_text(s.derive_messages()[7]) == "[keep] a\nb"
+    assert message_text(s.derive_messages()[7]) == "[keep] a\nb"
 
 
 def test_build_history_links_results_to_their_calls() -> None:

@@ -152,7 +152,7 @@ def test_compactor_plan_is_the_fold(fmt: str, source: str, model: str, summarise
         s = _session(fmt, source)
         s.model = model
         summarizer = Scripted([{"content": "## Goal\n- resume"}]) if summarised else _NoSummary()
-        c = Compactor(s, summarizer, Options(context_window=window))  # type: ignore[arg-type]
+        c = Compactor(s, summarizer, Options(context_window=window).compaction())  # type: ignore[arg-type]
         preview = c.plan(force=True)
         assert preview.messages == len(s.derive_messages())
         result = asyncio.run(c.compact("manual", force=True))

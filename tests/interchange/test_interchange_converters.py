@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from foldlog.interchange import TranscriptError, convert
-from foldlog.interchange.events import text_of
+from foldlog.log.text import display_text
 from tests.cli.cli_testlib import check_well_formed, claude_files, codex_files
 
 # --- Claude Code ---------------------------------------------------------------------------
@@ -81,7 +81,7 @@ def test_claude_code_compaction_becomes_fold(corpus: Path) -> None:
     assert types[i : i + 4] == ["compaction/start", "compaction/summary", "user/message", "compaction/end"]
     digest = conv.events[i + 2]
     assert digest.surface_op["op"] == "fold" and digest.surface_op["keep"] == []
-    assert text_of(digest.data["content"]).startswith("This session is being continued")
+    assert display_text(digest.data["content"]).startswith("This session is being continued")
     summary = conv.events[i + 1].data
     assert summary["folded"] == digest.source_event_seqs and summary["tokensBefore"] == 167094
 
@@ -113,7 +113,7 @@ def test_codex_counts_match_source(corpus: Path) -> None:
             elif kind == "message":
                 role = {"developer": "system"}.get(p["role"], p["role"])
                 if role == "assistant":
-                    assistant_texts.append(text_of(p["content"]))
+                    assistant_texts.append(display_text(p["content"]))
                 else:
                     src[role] += 1
         got = conv.counts

@@ -9,6 +9,7 @@ import pytest
 from foldlog import ToolRegistry
 from foldlog.providers.base import ToolCall
 from foldlog.tools.builtin import Workspace, WorkspaceError, builtin_tools, scrubbed_env
+from foldlog.tools.host import ToolLimits
 from foldlog.tools.runner import ToolRunner
 
 
@@ -25,10 +26,13 @@ def ws(tmp_path: Path) -> Path:
 
 
 def run(root: Path, name: str, args: str, **opts: bool) -> tuple[str, bool]:
-    runner = ToolRunner(ToolRegistry(builtin_tools(root, **opts)), None, None)
-    [r] = asyncio.run(
-        runner.run_batch([ToolCall("c", name, args)], max_parallel=8, output_limit=4096, timeout=None)
+    runner = ToolRunner(
+        ToolRegistry(builtin_tools(root, **opts)),
+        None,
+        None,
+        ToolLimits(max_parallel=8, output_limit=4096, timeout=None),
     )
+    [r] = asyncio.run(runner.run_batch([ToolCall("c", name, args)]))
     return r.content, r.is_error
 
 

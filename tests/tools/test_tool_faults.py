@@ -25,6 +25,7 @@ from foldlog import Agent, Options, Session, ToolRegistry, tool
 from foldlog.providers import Scripted
 from foldlog.providers.base import ToolCall
 from foldlog.tools.builtin import builtin_tools
+from foldlog.tools.host import ToolLimits
 from foldlog.tools.output import MARKER_SLACK, HeadTail, cap_text, clean_text
 from foldlog.tools.runner import CANCEL_GRACE, ToolRunner
 from tests.agent.agent_helpers import call, of_type, reply
@@ -133,13 +134,13 @@ def test_async_tool_ignoring_cancellation_is_abandoned_after_the_grace() -> None
                 cancels.append(time.monotonic())
         return "late"
 
-    runner = ToolRunner(ToolRegistry([stubborn]), None, None)
+    runner = ToolRunner(
+        ToolRegistry([stubborn]), None, None, ToolLimits(max_parallel=1, output_limit=100, timeout=0.2)
+    )
     loop = asyncio.new_event_loop()
     try:
         t0 = time.monotonic()
-        [r] = loop.run_until_complete(
-            runner.run_batch([ToolCall("c", "stubborn", "{}")], max_parallel=1, output_limit=100, timeout=0.2)
-        )
+        [r] = loop.run_until_complete(runner.run_batch([ToolCall("c", "stubborn", "{}")]))
         took = time.monotonic() - t0
         assert (r.content, r.is_error) == ("error: stubborn timed out after 0.2s", True)
         assert len(cancels) == 1 and 0.2 <= cancels[0] - t0 < 1.0
@@ -155,17 +156,15 @@ def test_async_tool_ignoring_cancellation_is_abandoned_after_the_grace() -> None
 
 
 def bash_runner(root: Path, timeout: float | None = None, limit: int = 4096) -> Any:
-    runner = ToolRunner(ToolRegistry(builtin_tools(root, bash=True)), None, None)
+    runner = ToolRunner(
+        ToolRegistry(builtin_tools(root, bash=True)),
+        None,
+        None,
+        ToolLimits(max_parallel=8, output_limit=limit, timeout=timeout),
+    )
 
     def run(command: str, **args: Any) -> Any:
-        [r] = asyncio.run(
-            runner.run_batch(
-                [ToolCall("c", "bash", json.dumps({"command": command, **args}))],
-                max_parallel=8,
-                output_limit=limit,
-                timeout=timeout,
-            )
-        )
+        [r] = asyncio.run(runner.run_batch([ToolCall("c", "bash", json.dumps({"command": command, **args}))]))
         return r
 
     return run
@@ -214,11 +213,14 @@ def test_cancelled_command_leaves_no_process(tmp_path: Path, when: str) -> None:
     arg = str(900_000 + os.getpid() % 10_000 * 10 + (when == "while running"))
 
     async def go() -> None:
-        runner = ToolRunner(ToolRegistry(builtin_tools(tmp_path, bash=True)), None, None)
-        args = json.dumps({"command": f"echo started > started; sleep {arg} & sleep {arg}"})
-        task = asyncio.ensure_future(
-            runner.run_batch([ToolCall("c", "bash", args)], max_parallel=8, output_limit=4096, timeout=None)
+        runner = ToolRunner(
+            ToolRegistry(builtin_tools(tmp_path, bash=True)),
+            None,
+            None,
+            ToolLimits(max_parallel=8, output_limit=4096, timeout=None),
         )
+        args = json.dumps({"command": f"echo started > started; sleep {arg} & sleep {arg}"})
+        task = asyncio.ensure_future(runner.run_batch([ToolCall("c", "bash", args)]))
         if when == "while starting":
             await asyncio.sleep(0)  # the spawn is under way, its handle not yet returned
         else:
@@ -292,10 +294,10 @@ def test_bytes_from_a_tool_are_capped_before_decoding() -> None:
     def blob() -> bytes:
         return b"\xff" + b"y" * 5_000_000 + "é".encode()
 
-    runner = ToolRunner(ToolRegistry([blob]), None, None)
-    [r] = asyncio.run(
-        runner.run_batch([ToolCall("c", "blob", "{}")], max_parallel=1, output_limit=1000, timeout=None)
+    runner = ToolRunner(
+        ToolRegistry([blob]), None, None, ToolLimits(max_parallel=1, output_limit=1000, timeout=None)
     )
+    [r] = asyncio.run(runner.run_batch([ToolCall("c", "blob", "{}")]))
     assert r.content.startswith("\ufffdyyy") and r.content.endswith("yyé")
     assert r.meta == {"omittedBytes": 5_000_003 - 1000, "utf8Replaced": 1}
 
@@ -355,18 +357,15 @@ def test_arguments_over_the_limit_are_an_error_result_and_the_tool_does_not_run(
         ran.append(len(text))
         return "stored"
 
-    runner = ToolRunner(ToolRegistry([put]), None, None)
+    runner = ToolRunner(
+        ToolRegistry([put]),
+        None,
+        None,
+        ToolLimits(max_parallel=1, output_limit=1000, timeout=None, argument_limit=1000),
+    )
     small = json.dumps({"text": "é" * 100})
     big = json.dumps({"text": "é" * 600}, ensure_ascii=False)  # 600 chars, 1200+ bytes
-    out = asyncio.run(
-        runner.run_batch(
-            [ToolCall("a", "put", small), ToolCall("b", "put", big)],
-            max_parallel=1,
-            output_limit=1000,
-            timeout=None,
-            argument_limit=1000,
-        )
-    )
+    out = asyncio.run(runner.run_batch([ToolCall("a", "put", small), ToolCall("b", "put", big)]))
     assert out[0].content == "stored" and not out[0].is_error
     size = len(big.encode())
     assert out[1].is_error and out[1].content.startswith(

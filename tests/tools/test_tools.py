@@ -12,6 +12,7 @@ from foldlog import Agent, Options, Session, Tool, ToolRegistry, tool
 from foldlog.hooks import ToolContext
 from foldlog.providers import Scripted
 from foldlog.providers.base import ToolCall
+from foldlog.tools.host import ToolLimits
 from foldlog.tools.runner import ToolRunner, cap_output
 from foldlog.tools.schema import SchemaError, validate
 from tests.agent.agent_helpers import call, of_type, reply
@@ -183,10 +184,10 @@ def test_read_only_calls_overlap_and_results_keep_call_order() -> None:
         both.set()
         return "fast done"
 
-    runner = ToolRunner(ToolRegistry([slow, fast]), None, None)
-    results = asyncio.run(
-        runner.run_batch(_calls("slow", "fast"), max_parallel=8, output_limit=1000, timeout=None)
+    runner = ToolRunner(
+        ToolRegistry([slow, fast]), None, None, ToolLimits(max_parallel=8, output_limit=1000, timeout=None)
     )
+    results = asyncio.run(runner.run_batch(_calls("slow", "fast")))
     assert [r.content for r in results] == ["slow done", "fast done"]
     assert started == ["slow", "fast"]
 
@@ -205,8 +206,10 @@ def test_parallelism_is_capped() -> None:
         active -= 1
         return "ok"
 
-    runner = ToolRunner(ToolRegistry([probe]), None, None)
-    asyncio.run(runner.run_batch(_calls(*["probe"] * 10), max_parallel=3, output_limit=1000, timeout=None))
+    runner = ToolRunner(
+        ToolRegistry([probe]), None, None, ToolLimits(max_parallel=3, output_limit=1000, timeout=None)
+    )
+    asyncio.run(runner.run_batch(_calls(*["probe"] * 10)))
     assert peak == 3
 
 
@@ -227,12 +230,10 @@ def test_writing_calls_run_one_at_a_time_in_order() -> None:
         log.append("<write")
         return ""
 
-    runner = ToolRunner(ToolRegistry([look, write]), None, None)
-    asyncio.run(
-        runner.run_batch(
-            _calls("look", "look", "write", "look"), max_parallel=8, output_limit=1000, timeout=None
-        )
+    runner = ToolRunner(
+        ToolRegistry([look, write]), None, None, ToolLimits(max_parallel=8, output_limit=1000, timeout=None)
     )
+    asyncio.run(runner.run_batch(_calls("look", "look", "write", "look")))
     assert log == ["look>", "look>", "<look", "<look", "write>", "<write", "look>", "<look"]
 
 
@@ -246,10 +247,10 @@ def test_exceptions_and_timeouts_become_error_results() -> None:
         await asyncio.sleep(10)
         return "late"
 
-    runner = ToolRunner(ToolRegistry([crash, sleepy]), None, None)
-    results = asyncio.run(
-        runner.run_batch(_calls("crash", "sleepy"), max_parallel=8, output_limit=1000, timeout=0.05)
+    runner = ToolRunner(
+        ToolRegistry([crash, sleepy]), None, None, ToolLimits(max_parallel=8, output_limit=1000, timeout=0.05)
     )
+    results = asyncio.run(runner.run_batch(_calls("crash", "sleepy")))
     assert results[0].is_error and results[0].content == "error: FileNotFoundError: no such file: x.txt"
     assert results[1].is_error and "timed out after 0.05s" in results[1].content
 
@@ -259,8 +260,10 @@ def test_sync_tools_and_non_string_results() -> None:
     def data() -> dict[str, Any]:
         return {"a": [1, 2]}
 
-    runner = ToolRunner(ToolRegistry([data]), None, None)
-    [r] = asyncio.run(runner.run_batch(_calls("data"), max_parallel=8, output_limit=1000, timeout=None))
+    runner = ToolRunner(
+        ToolRegistry([data]), None, None, ToolLimits(max_parallel=8, output_limit=1000, timeout=None)
+    )
+    [r] = asyncio.run(runner.run_batch(_calls("data")))
     assert json.loads(r.content) == {"a": [1, 2]} and not r.is_error
 
 
@@ -287,10 +290,12 @@ def test_loop_guard_resets_on_success() -> None:
             return "fine"
         raise RuntimeError("down")
 
-    runner = ToolRunner(ToolRegistry([flaky]), None, None)
+    runner = ToolRunner(
+        ToolRegistry([flaky]), None, None, ToolLimits(max_parallel=8, output_limit=1000, timeout=None)
+    )
 
     def batch() -> str:
-        [r] = asyncio.run(runner.run_batch(_calls("flaky"), max_parallel=8, output_limit=1000, timeout=None))
+        [r] = asyncio.run(runner.run_batch(_calls("flaky")))
         return r.content
 
     batch(), batch()

@@ -1,18 +1,23 @@
-"""Agent options: the loop's limits and the compaction constants (see spec/compaction.md)."""
+"""Agent options: the loop's limits and the compaction constants (see spec/compaction.md).
+
+`Options` is what a user sets; the layers below get small typed views of it, once:
+`Options.tool_limits` (the tool runner's bounds) and `Options.compaction` (the compactor's
+settings, with the context window resolved).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
+from foldlog.compaction.settings import KEEP_POLICIES, CompactionSettings, KeepPolicy
 from foldlog.errors import ConfigError
+from foldlog.tools.host import ARGUMENT_LIMIT, ToolLimits
 
 if TYPE_CHECKING:
     from foldlog.providers.base import Provider
-
-KeepPolicy = Literal["errors", "user_marked", "none"]
-_KEEP_POLICIES = ("errors", "user_marked", "none")
 
 
 @dataclass(slots=True)
@@ -25,9 +30,10 @@ class Options:
     tool_output_limit: int = 32768
     tool_timeout: float | None = None
     # a call whose arguments are larger (UTF-8 bytes) gets an error result instead of running
-    tool_argument_limit: int | None = 4 * 1024 * 1024
+    tool_argument_limit: int | None = ARGUMENT_LIMIT
+    # the context window in tokens (None: the provider's)
     context_window: int | None = None
-    # compaction (consumed by foldlog.compaction)
+    # compaction (given to the compactor as `compaction()`)
     soft_compact_ratio: float = 0.5
     compact_ratio: float = 0.8
     force_compact_ratio: float = 0.9
@@ -41,7 +47,8 @@ class Options:
     keep_policy: KeepPolicy = "errors"
     summary_provider: Provider | None = None
     archive_dir: str | None = None
-    # request parameters (the `request` hook may still change them per call)
+    # request parameters (the `request` hook may still change them per call); `model` None: the
+    # provider's
     model: str | None = None
     max_tokens: int | None = None
     temperature: float | None = None
@@ -66,10 +73,8 @@ class Options:
             )
         if self.tool_timeout is not None and self.tool_timeout <= 0:
             raise ConfigError(f"Options.tool_timeout must be > 0 or None, got {self.tool_timeout}")
-        if self.keep_policy not in _KEEP_POLICIES:
-            raise ConfigError(
-                f"Options.keep_policy must be one of {_KEEP_POLICIES}, got {self.keep_policy!r}"
-            )
+        if self.keep_policy not in KEEP_POLICIES:
+            raise ConfigError(f"Options.keep_policy must be one of {KEEP_POLICIES}, got {self.keep_policy!r}")
         if not 0 < self.soft_compact_ratio <= self.compact_ratio <= self.force_compact_ratio <= 1:
             raise ConfigError(
                 "Options ratios must satisfy "
@@ -79,3 +84,19 @@ class Options:
     @property
     def check_invariants(self) -> bool:
         return self.debug_invariants or os.environ.get("FOLDLOG_DEBUG") == "1"
+
+    @property
+    def tool_limits(self) -> ToolLimits:
+        """The bounds the tool runner keeps."""
+        return ToolLimits(
+            max_parallel=self.max_parallel_tools,
+            output_limit=self.tool_output_limit,
+            timeout=self.tool_timeout,
+            argument_limit=self.tool_argument_limit,
+        )
+
+    def compaction(self, window: int | None = None) -> CompactionSettings:
+        """The compactor's settings; ``window``: the resolved context window (default: this
+        `context_window`; 0 or None: unknown)."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(CompactionSettings)[1:]}
+        return CompactionSettings(window=int(window or self.context_window or 0), **fields)

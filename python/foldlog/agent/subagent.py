@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from foldlog.errors import FoldlogError
 from foldlog.events import ToolDispatch, ToolResult, Usage
-from foldlog.hooks import ToolContext
+from foldlog.tools.host import ToolContext
 from foldlog.tools.registry import Tool, make_tool
 
 if TYPE_CHECKING:
+    from foldlog.agent.loop import Agent
     from foldlog.agent.options import Options
     from foldlog.hooks import Hooks
     from foldlog.log.session import Session
@@ -88,18 +89,28 @@ async def _task(
 ) -> str:
     """Delegate a self-contained piece of work to a sub-agent with a fresh context and the same tools.
     Only its final answer comes back; use it for searches or multi-step investigations."""
+    host = ctx.agent
+    if host is None:
+        raise RuntimeError("the task tool needs a running parent agent")
+    return await host.delegate(prompt, max_steps=max_steps, call_id=ctx.call.id)
+
+
+async def delegate(parent: Agent, prompt: str, *, max_steps: int | None, call_id: str) -> str:
+    """The ``task`` tool's work for ``parent`` (`Agent.delegate`): a child with the parent's
+    system prompt in a fresh session, its tools but ``task``, its provider, model and policies,
+    and a step budget of ``child_steps``; tool events reach the parent's sink nested under
+    ``call_id``."""
     from foldlog.log.session import Session
 
-    parent = ctx.agent
-    if parent is None:
-        raise RuntimeError("the task tool needs a running parent agent")
     system = next(
         (m.get("content") for m in parent.session.derive_messages() if m.get("role") == "system"), None
     )
     child_session = Session(system=system if isinstance(system, str) else None)
-    options = dataclasses.replace(parent.options, max_steps=child_steps(max_steps, parent.options.max_steps))
+    options = dataclasses.replace(
+        parent.options, max_steps=child_steps(max_steps, parent.options.max_steps), model=parent.model
+    )
     registry = parent.registry.without(TASK_TOOL)
-    sink = NestedSink(parent._emit, ctx.call.id)
+    sink = NestedSink(parent.emit, call_id)
     return await run_subagent(
         parent.provider, registry, child_session, prompt, options, sink, hooks=parent.hooks
     )
@@ -110,4 +121,4 @@ def task_tool() -> Tool:
     return make_tool(_task, name=TASK_TOOL)
 
 
-__all__ = ["NestedSink", "child_steps", "run_subagent", "task_tool"]
+__all__ = ["NestedSink", "child_steps", "delegate", "run_subagent", "task_tool"]

@@ -10,6 +10,7 @@ from foldlog.cli.config import Config
 from foldlog.cli.exits import UsageError
 
 if TYPE_CHECKING:
+    from foldlog.agent.options import Options
     from foldlog.log.session import Session
     from foldlog.providers.base import Provider
 
@@ -100,14 +101,14 @@ def open_session(cfg: Config, ref: str | None, continue_latest: bool, workspace:
 
 
 def make_tools(workspace: Path, *, bash: bool, write: bool = True) -> list[Any]:
-    from foldlog.tools.builtin import builtin_tools  # type: ignore[import-not-found,unused-ignore]
+    from foldlog.tools.builtin import builtin_tools
 
     tools: list[Any] = builtin_tools(workspace, write=write, bash=bash)
     return tools
 
 
-def make_options(cfg: Config) -> Any:
-    from foldlog.agent.options import Options  # type: ignore[import-not-found,unused-ignore]
+def make_options(cfg: Config) -> Options:
+    from foldlog.agent.options import Options
 
     kwargs: dict[str, Any] = {}
     if cfg.get("max_steps") is not None:

@@ -119,6 +119,8 @@ class Chat:
         self.cfg = cfg
         self.out = console(markup=False)  # paths, previews and help text hold brackets
         self.provider: Any = None
+        #: the model the chat talks to (``/model`` changes it; every session attached uses it)
+        self.model: str | None = None
         self.sink = LiveSink(
             show_reasoning=bool(cfg.get("show_reasoning")),
             requests_sent=lambda: getattr(self.provider, "requests_sent", None),
@@ -130,22 +132,18 @@ class Chat:
     # --- session lifecycle -------------------------------------------------------------------
 
     def _attach(self, session: Any) -> None:
-        from foldlog.agent import Agent  # type: ignore[import-not-found,unused-ignore]
+        from foldlog.agent import Agent
         from foldlog.cli.agent_setup import make_options, make_tools, workspace_of
 
         if self.session is not None:
             self.session.close()
         self.session = session
         workspace = workspace_of(self.cfg)
+        options = make_options(self.cfg)
+        options.model = self.model
         self.agent = Agent(
-            self.provider,
-            make_tools(workspace, bash=self.args.bash),
-            session,
-            make_options(self.cfg),
-            self.sink,
+            self.provider, make_tools(workspace, bash=self.args.bash), session, options, self.sink
         )
-        if self.provider is not None and getattr(self.provider, "model", None):
-            self.agent.options.model = self.provider.model
         turns = sum(1 for ev in session.events if ev["type"] == "turn/start")
         self.out.print(f"session {session.id} · {turns} turn(s) · {session.path}", style="dim")
 
@@ -155,8 +153,8 @@ class Chat:
         self._attach(open_session(self.cfg, ref, continue_latest, workspace_of(self.cfg)))
 
     def window(self) -> int | None:
-        opts = self.agent.options if self.agent is not None else None
-        return (opts.context_window if opts else None) or getattr(self.provider, "context_window", None)
+        window: int | None = self.agent.window if self.agent is not None else self.provider.context_window
+        return window
 
     # --- commands ----------------------------------------------------------------------------
 
@@ -195,7 +193,7 @@ class Chat:
         turns = sum(1 for ev in s.events if ev["type"] == "turn/start")
         surface = s.derive_messages()
         self.out.print(f"session  {s.id}  ({s.path})")
-        self.out.print(f"model    {getattr(self.provider, 'model', '?')} via {self.cfg.get('provider')}")
+        self.out.print(f"model    {self.model or '?'} via {self.cfg.get('provider')}")
         self.out.print(
             f"log      {len(s.events)} events, {turns} turn(s), {len(surface)} messages on the surface"
         )
@@ -206,7 +204,7 @@ class Chat:
 
         self.out.print(self.sink.usage_line(currency_of(self.provider)))
         last = self.sink.totals.last_prompt_tokens
-        count, how = surface_tokens(self.session.derive_messages(), getattr(self.provider, "model", None))
+        count, how = surface_tokens(self.session.derive_messages(), self.model)
         self.out.print(f"last request: {last} prompt tokens; the surface now: {count} tokens ({how})")
 
     async def c_new(self, _: str) -> None:
@@ -238,19 +236,16 @@ class Chat:
 
     async def c_model(self, name: str) -> None:
         if not name:
-            self.out.print(f"model: {getattr(self.provider, 'model', '?')}")
+            self.out.print(f"model: {self.model or '?'}")
             return
-        self.provider.model = name
-        self.agent.options.model = name
+        self.model = name
+        self.provider.model = name  # its prices follow the model
+        self.agent.model = name  # the requests, and the session's token counts
         self.out.print(f"model set to {name}")
 
     async def c_compact(self, focus: str) -> None:
         before = len(self.session.derive_messages())
-        try:
-            await self.agent.compact(focus or None)
-        except NotImplementedError as exc:
-            self.out.print(str(exc), style="red")
-            return
+        await self.agent.compact(focus or None)
         after = len(self.session.derive_messages())
         self.out.print(f"compacted: {before} → {after} messages on the surface")
 
@@ -291,6 +286,7 @@ class Chat:
         from foldlog.cli.agent_setup import make_provider
 
         self.provider = make_provider(self.cfg)
+        self.model = self.cfg.get("model") or self.provider.model
         try:
             self._open(self.args.session, self.args.continue_latest)
             self.out.print("/help for commands, Ctrl-C cancels a turn, Ctrl-D leaves", style="dim")

@@ -70,7 +70,7 @@ def force_first_tool(agent: Any, name: str | None) -> None:
 
 
 async def _main(args: argparse.Namespace, prompt: str) -> int:
-    from foldlog.agent import Agent  # type: ignore[import-not-found,unused-ignore]
+    from foldlog.agent import Agent
     from foldlog.cli.agent_setup import make_options, make_provider, make_tools, open_session, workspace_of
 
     cfg = config_from_args(args)

@@ -25,15 +25,18 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from foldlog.compaction import planning, summary
+from foldlog.compaction.settings import CompactionSettings
 from foldlog.errors import CompactionError
+from foldlog.events import CompactionDone, CompactionStarted, Notice
+from foldlog.events import Usage as UsageEvent
 from foldlog.log.frozen import thaw
+from foldlog.log.text import message_text
 
 if TYPE_CHECKING:
     from foldlog._core import CompactionPlan, PlanHistory
-    from foldlog.agent.options import Options
     from foldlog.log.session import Session
     from foldlog.providers.base import Provider, Usage
 
@@ -104,10 +107,10 @@ class CompactionResult:
     preview: CompactionPreview | None = None  # the plan the fold followed
 
 
-def unfinished_compaction(session: Any) -> dict[str, Any] | None:
+def unfinished_compaction(session: Session) -> dict[str, Any] | None:
     """The ``compaction/start`` data of a compaction that started and never ended (a crash
     between start and end), with its ``seq``; ``None`` when every compaction finished."""
-    seq = getattr(session, "unfinished_compaction", None)
+    seq = session.unfinished_compaction
     if seq is None:
         return None
     data = dict(session.events[seq]["data"])
@@ -118,26 +121,24 @@ def unfinished_compaction(session: Any) -> dict[str, Any] | None:
 class Compactor:
     """Keeps one session inside its context window.
 
-    ``emit`` receives :mod:`foldlog.events` dataclasses (``Notice``, ``CompactionStarted``,
-    ``CompactionDone``, ``Usage`` with source ``compaction``). Tokens are counted with the
-    session's tokenizer for :attr:`model` (exact counts kept in the log, or the session's
-    calibrated estimate), through the core: the trigger, the plan and a preview of it count alike.
+    ``settings``: its constants and the resolved window (`foldlog.Options.compaction`; default:
+    the spec's, no window). ``emit`` receives :mod:`foldlog.events` dataclasses (``Notice``,
+    ``CompactionStarted``, ``CompactionDone``, ``Usage`` with source ``compaction``). Tokens are
+    counted with the session's tokenizer for :attr:`model` (exact counts kept in the log, or the
+    session's calibrated estimate), through the core: the trigger, the plan and a preview of it
+    count alike.
     """
 
     def __init__(
         self,
         session: Session,
         provider: Provider,
-        options: Options | None = None,
+        settings: CompactionSettings | None = None,
         emit: Callable[[Any], Any] | None = None,
     ) -> None:
-        if options is None:
-            from foldlog.agent.options import Options
-
-            options = Options()
         self.session = session
         self.provider = provider
-        self.options = options
+        self.settings = settings if settings is not None else CompactionSettings()
         self._emit = emit or (lambda event: None)
         self._soft_noticed = False
         #: auto-compactions that folded on consecutive steps (calls of `maybe_compact`)
@@ -146,16 +147,13 @@ class Compactor:
 
     @property
     def window(self) -> int:
-        return int(self.options.context_window or getattr(self.provider, "context_window", None) or 0)
+        return self.settings.window
 
     @property
     def model(self) -> str | None:
-        """The model whose tokenizer counts: the session's (the agent sets it), else the options'
-        or the provider's; ``None`` leaves the choice to the session (its default model)."""
-        for candidate in (self.session.model, self.options.model, getattr(self.provider, "model", None)):
-            if isinstance(candidate, str) and candidate:
-                return candidate
-        return None
+        """The model whose tokenizer counts: the session's (the agent sets it), else the
+        provider's; ``None`` leaves the choice to the session (its default model)."""
+        return self.session.model or self.provider.model or None
 
     # --- the trigger -----------------------------------------------------------------------
 
@@ -174,7 +172,7 @@ class Compactor:
         window = self.window
         if window <= 0:
             return
-        opts = self.options
+        opts = self.settings
         measured = prompt_tokens if prompt_tokens is not None else self._local_prompt_tokens(tools)
         if measured < window * opts.compact_ratio:
             self.consecutive = 0
@@ -228,7 +226,7 @@ class Compactor:
         seqs = tuple(self.session.surface_seqs())
         if len(seqs) != len(history):
             raise CompactionError(f"the session planned {len(history)} messages but {len(seqs)} surface seqs")
-        plan = history.plan(**planning.plan_kwargs(self._plan_options(), force=force))
+        plan = history.plan(**self.settings.plan_kwargs(force=force))
         n = len(history)
         return CompactionPreview(
             messages=n,
@@ -245,14 +243,6 @@ class Compactor:
             seqs=seqs,
         )
 
-    def _plan_options(self) -> Any:
-        opts = self.options
-        if opts.context_window or not self.window:
-            return opts
-        import dataclasses
-
-        return dataclasses.replace(opts, context_window=self.window)
-
     def _local_prompt_tokens(self, tools: Sequence[Mapping[str, Any]]) -> int:
         # the session's running total (exact tokenizers: O(new messages) per step), with the tools
         return self.session.token_count(self.model, tools)
@@ -262,9 +252,7 @@ class Compactor:
     async def _run(
         self, trigger: str, focus: str | None, force: bool, measured: int | None
     ) -> CompactionResult | None:
-        from foldlog.events import CompactionDone, CompactionStarted
-
-        opts = self.options
+        opts = self.settings
         planned = self.plan(force=force)
         prune = (
             planned.history.prune_candidates(planned.plan, opts.prune_min_bytes) if trigger == "auto" else []
@@ -310,7 +298,7 @@ class Compactor:
             saved = self._prune(planned, prune)
             result.pruned = len(prune)
             self._notice(f"elided {len(prune)} large tool result(s) in the fold region (~{saved:,} tokens)")
-            trigger_at = self.window * self.options.compact_ratio
+            trigger_at = self.window * self.settings.compact_ratio
             if measured is not None and not force and measured - saved < trigger_at:
                 result.skipped = "pruned"
                 return {"id": cid, "pruned": len(prune)}
@@ -322,8 +310,6 @@ class Compactor:
         return {"id": cid}
 
     def _finish(self, result: CompactionResult, end: dict[str, Any]) -> CompactionResult:
-        from foldlog.events import CompactionDone
-
         self.session.append_event("compaction/end", end)
         self.session.flush()
         self._emit(
@@ -344,7 +330,7 @@ class Compactor:
             msg = data.get("message") if isinstance(data.get("message"), dict) else None
             if original["type"] != "tool/result" or msg is None:
                 continue  # only recorded tool results are replaced (never a foreign shape)
-            text = planning.message_text(messages[i])
+            text = message_text(messages[i])
             name = str(msg.get("toolName") or messages[i].get("name") or "tool")
             n = len(text.encode())
             msg["content"] = ELISION.format(name=name, n=n)
@@ -366,13 +352,11 @@ class Compactor:
     async def _fold(
         self, result: CompactionResult, planned: CompactionPreview, number: int, focus: str | None
     ) -> None:
-        from foldlog.events import Usage as UsageEvent
-
-        opts = self.options
+        opts = self.settings
         plan, seqs = planned.plan, planned.seqs
         messages = self.session.derive_messages()
         first, last = seqs[plan.head], seqs[plan.tail_start - 1]
-        nodes = _surface_nodes(self.session)
+        nodes = self.session.surface_nodes()
         pos = {s: k for k, s in enumerate(nodes)}
         keep = [seqs[i] for i in plan.kept]
         keep_set = set(keep)
@@ -382,7 +366,8 @@ class Compactor:
             result.archive = write_archive(Path(opts.archive_dir), self.session.id, number, folded)
 
         provider = opts.summary_provider or self.provider
-        window = int(getattr(provider, "context_window", None) or self.window or 128_000)
+        # the summariser's own window (another model's, when summary_provider is set)
+        window = int(provider.context_window or self.window or 128_000)
         request = summary.summary_request(
             folded,
             focus=focus,
@@ -391,18 +376,7 @@ class Compactor:
         )
 
         def on_usage(u: Usage) -> None:
-            hit = u.cache_hit_tokens / u.prompt_tokens if u.prompt_tokens else 0.0
-            self._emit(
-                UsageEvent(
-                    u.prompt_tokens,
-                    u.completion_tokens,
-                    u.cache_hit_tokens,
-                    u.cache_miss_tokens,
-                    hit,
-                    None,
-                    "compaction",
-                )
-            )
+            self._emit(UsageEvent.of(u, "compaction"))
 
         outcome = await summary.summarize(provider, request, timeout=opts.summary_timeout, on_usage=on_usage)
         result.mechanical = not outcome.text
@@ -430,7 +404,7 @@ class Compactor:
             "kept": keep,
             "tokensBefore": plan.tokens_before,
             "tokensAfter": result.tokens_after,
-            "model": str(getattr(provider, "model", "") or ""),
+            "model": provider.model or "",
             "mechanical": result.mechanical,
         }
         if result.archive:
@@ -444,10 +418,8 @@ class Compactor:
         )
         self._soft_noticed = False
 
-    def _notice(self, message: str, level: str = "info") -> None:
-        from foldlog.events import Notice
-
-        self._emit(Notice(message, level))  # type: ignore[arg-type]
+    def _notice(self, message: str, level: Literal["info", "warn"] = "info") -> None:
+        self._emit(Notice(message, level))
 
 
 def _transcript_chars(window: int) -> int:
@@ -455,13 +427,6 @@ def _transcript_chars(window: int) -> int:
     instructions, at a conservative 3 characters per token."""
     reserve = min(16_384, window // 4) + 1_024
     return max(window - reserve, window // 4) * 3
-
-
-def _surface_nodes(session: Any) -> list[int]:
-    nodes = getattr(session, "surface_nodes", None)
-    if callable(nodes):
-        return list(nodes())
-    return list(session._core.surface_nodes())
 
 
 def write_archive(

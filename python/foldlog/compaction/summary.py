@@ -13,8 +13,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from foldlog.compaction.planning import DIGEST_CLOSE, DIGEST_HEADER, DIGEST_OPEN, message_text
+from foldlog.compaction.planning import DIGEST_CLOSE, DIGEST_HEADER, DIGEST_OPEN
 from foldlog.errors import ProviderTimeout
+from foldlog.log.text import message_text
 from foldlog.providers.base import Provider, Request, Usage
 
 SUMMARY_SYSTEM_PROMPT = """\

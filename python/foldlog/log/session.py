@@ -446,6 +446,11 @@ class Session:
         """The seq of the event behind each derived message."""
         return self._core.derived_seqs()
 
+    def surface_nodes(self) -> list[int]:
+        """The seqs of the surface's nodes, in order: what a fold's ``start``..``end`` range
+        counts in (a compaction names the nodes it folds by their place here)."""
+        return self._core.surface_nodes()
+
     def has_content(self) -> bool:
         """Anything the model would see beyond the system prompt (an empty assistant message,
         kept in the log only for its usage, is not content)."""

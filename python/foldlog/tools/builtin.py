@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Annotated
 
 from foldlog.errors import FoldlogError
-from foldlog.hooks import ToolOutcome
+from foldlog.tools.host import ToolOutcome
 from foldlog.tools.output import HeadTail, decode_output
 from foldlog.tools.registry import Tool, make_tool
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Union, get_args, get_origin, overload
 
-from foldlog.hooks import ToolContext
+from foldlog.tools.host import ToolContext
 from foldlog.tools.schema import convert, function_schema, parse_docstring, validate
 
 _NAME_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
