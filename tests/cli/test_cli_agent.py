@@ -11,11 +11,6 @@ import pytest
 from foldlog.log.session import Session
 from tests.cli.cli_testlib import FakeOpenAI, run_cli
 
-# these drive the Agent and the OpenAI-compatible provider, built on other branches; until both
-# are merged there is nothing to drive
-pytest.importorskip("foldlog.agent")
-pytest.importorskip("foldlog.providers.openai_compat")
-
 USAGE = {
     "prompt_tokens": 1200,
     "completion_tokens": 30,
@@ -199,7 +194,6 @@ def test_chat_with_piped_commands(tmp_path: Path, workspace: Path, reading_model
 
 
 def test_compact_command(tmp_path: Path, workspace: Path) -> None:
-    pytest.importorskip("foldlog.compaction")
     long = "word " * 400
     replies: list[dict[str, object]] = [{"content": f"answer {i}: {long}", "usage": USAGE} for i in range(4)]
     replies.append({"content": "Summary: the user asked four questions.", "usage": USAGE})
@@ -231,7 +225,6 @@ def test_compact_command(tmp_path: Path, workspace: Path) -> None:
 
 
 def test_compact_with_a_summary_call(tmp_path: Path, workspace: Path) -> None:
-    pytest.importorskip("foldlog.compaction")
     long = "word " * 400
     replies: list[dict[str, object]] = [{"content": f"answer {i}: {long}", "usage": USAGE} for i in range(4)]
     replies.append({"content": "The user asked four questions about words.", "usage": USAGE})

@@ -63,26 +63,6 @@ def test_total_is_incremental_and_follows_rewrites() -> None:
     assert s.token_count(MODEL, tools) == tok.count_request(s.derive_messages(), tools)
 
 
-def test_estimate_starts_from_the_reported_prompt_tokens() -> None:
-    s = Session(system="sys")
-    s.add({"role": "user", "content": "question"})
-    s.append_event(
-        "assistant/message",
-        {
-            "turn": 1,
-            "step": 1,
-            "message": {"role": "assistant", "content": "answer"},
-            "usage": {"promptTokens": 500},
-        },
-        surface_op="append",
-    )
-    tok = Tokenizer.for_model(MODEL)
-    added = tok.count_message({"role": "assistant", "content": "answer"})
-    assert s.estimate_prompt_tokens(MODEL) == 500 + added
-    s.replace([{"role": "user", "content": "fresh"}])
-    assert s.estimate_prompt_tokens(MODEL) == s.token_count(MODEL), "a rewrite makes the report stale"
-
-
 def test_unknown_models_get_a_marked_estimate() -> None:
     s = Session(system="x" * 400)
     assert not Tokenizer.for_model("llama-3-8b").exact

@@ -8,12 +8,15 @@ import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from foldlog.cli.common import config_from_args, console, session_path, surface_tokens
 from foldlog.cli.exits import EXIT_OK, UsageError
 from foldlog.cli.render import print_events, print_messages
 from foldlog.log.frozen import thaw
+
+if TYPE_CHECKING:
+    from foldlog.log.session import Session
 
 
 def add_parser(verbs: Any) -> None:
@@ -65,7 +68,7 @@ def add_parser(verbs: Any) -> None:
     exp.set_defaults(func=cmd_export)
 
 
-def _load(path: Path) -> Any:
+def _load(path: Path) -> Session:
     from foldlog.log.session import Session
 
     return Session.load(path)
@@ -86,15 +89,15 @@ def cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _report_load(session: Any, path: Path) -> None:
+def _report_load(session: Session, path: Path) -> None:
     """Tell the user (on stderr) what loading had to fix in memory."""
     notes = []
-    torn = getattr(session, "torn_tail", None)
+    torn = session.torn_tail
     if torn:
         notes.append(f"a torn last line (line {torn.get('line')}, {torn.get('bytes')} bytes) was cut off")
-    if getattr(session, "unfinished_compaction", None) is not None:
+    if session.unfinished_compaction is not None:
         notes.append(f"the compaction started at event #{session.unfinished_compaction} never finished")
-    if getattr(session, "normalized_dirty", False):
+    if session.normalized_dirty:
         notes.append(f"the log needs repair (`foldlog log repair {path}` appends the fixes)")
     for note in notes:
         print(f"foldlog: note: {note}", file=sys.stderr)

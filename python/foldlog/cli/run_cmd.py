@@ -86,7 +86,7 @@ async def _main(args: argparse.Namespace, prompt: str) -> int:
         session = open_session(cfg, args.session, args.continue_latest, workspace)
         try:
             agent = Agent(provider, make_tools(workspace, bash=args.bash), session, options, sink)
-            force_first_tool(agent, getattr(args, "force_tool", None))
+            force_first_tool(agent, args.force_tool)
             answer, code, error = await drive(agent, prompt)
             session.flush()
         finally:

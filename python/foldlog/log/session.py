@@ -561,25 +561,11 @@ class Session:
 
     def record_prompt_tokens(self, prompt_tokens: int) -> None:
         """Remember the provider's reported ``prompt_tokens`` for a request of the current surface
-        (the agent's replies do this through their usage): `estimate_prompt_tokens` starts from it."""
+        (the agent's replies do this through their usage): estimating tokenizers calibrate on it."""
         with self._lock:
             # cheap on purpose (the agent calls this every step): the calibration of estimating
             # tokenizers is derived from it only when an estimate is asked for
             self._reported = (prompt_tokens, self.rewrite_version, len(self._sync_derived()))
-
-    def estimate_prompt_tokens(
-        self, model: str | None = None, tools: Sequence[Mapping[str, Any]] = ()
-    ) -> int:
-        """The next request's prompt tokens: the last reported figure plus the exact counts of the
-        messages added since (calibrated by what the provider counts); the local count when nothing
-        was reported for the current surface (none yet, or a fold/replace since)."""
-        with self._lock:
-            reported = self._reported
-            if reported is None or reported[1] != self.rewrite_version:
-                return self.token_count(model, tools)
-            tok = self._tokenizer(model)
-            since = self.derive_messages()[reported[2] :]
-            return int(reported[0] + sum(tok.count_message(m) for m in since))
 
     def stats(self) -> dict[str, Any]:
         """Counts of events, turns, steps, tool calls, surface messages by role, compactions."""
