@@ -255,10 +255,11 @@ def test_tool_points_reach_the_guard_unless_a_listener_decided(
     p = Scripted([reply("", call("probe", {"x": 1}, "c1")), reply("done")])
     agent = Agent(p, [probe], session)
     verdict, decision = TOOL_POINTS[point]
+    listener_decision: Any = decision
     if point == "tool_execute" and kind == "decides":
-        decision = ToolOutcome("answered by the hook")  # the tool is replaced, not run
+        listener_decision = ToolOutcome("answered by the hook")  # the tool is replaced, not run
     hooks = getattr(agent.hooks, point)
-    hooks(first_listener(kind, run, decision))
+    hooks(first_listener(kind, run, listener_decision))
     hooks(guard_listener(run, verdict))
     run_agent(agent, run)
 

@@ -338,7 +338,7 @@ def test_usage_event_has_cache_rate_and_cost(session: Session) -> None:
 
     class Priced(Scripted):
         def cost(self, usage: Any) -> float:
-            return usage.prompt_tokens * 0.5
+            return float(usage.prompt_tokens * 0.5)
 
     events: list[Any] = []
     usage = {"prompt_tokens": 200, "completion_tokens": 5, "cache_hit_tokens": 150}

@@ -296,6 +296,7 @@ def _run_tool(root: Path, name: str, args: dict[str, Any], **opts: bool) -> tupl
         ToolLimits(max_parallel=1, output_limit=8192, timeout=None),
     )
     [r] = asyncio.run(runner.run_batch([ToolCall("c", name, json.dumps(args))]))
+    assert isinstance(r.content, str)
     return r.content, r.is_error
 
 

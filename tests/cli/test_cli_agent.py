@@ -131,11 +131,12 @@ def test_usage_line_without_a_request_counter_counts_every_usage_source() -> Non
     import io
 
     from foldlog.cli.live import LiveSink
-    from foldlog.events import Usage
+    from foldlog.events import Usage, UsageSource
 
     sink = LiveSink(out=io.StringIO(), err=io.StringIO())
-    for source in ("executor", "subagent", "subagent", "compaction", "executor"):
-        sink(Usage(100, 10, source=source))  # type: ignore[arg-type]
+    sources: tuple[UsageSource, ...] = ("executor", "subagent", "subagent", "compaction", "executor")
+    for source in sources:
+        sink(Usage(100, 10, source=source))
     assert sink.usage_line().startswith("usage: 5 request(s), 500 prompt + 50 completion tokens")
 
 

@@ -7,7 +7,7 @@ import asyncio
 import json
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ import pytest
 
 from foldlog import Agent, Options, Session, tool
 from foldlog.compaction import ELISION, Compactor, planning, unfinished_compaction
+from foldlog.compaction.settings import KeepPolicy
 from foldlog.compaction.summary import SUMMARY_SYSTEM_PROMPT
 from foldlog.events import CompactionDone, CompactionStarted, Notice, Usage
 from foldlog.providers import Scripted
@@ -70,7 +71,7 @@ class Run:
     ) -> None:
         self.session = session or Session(system="You are a test assistant.")
         self.events: list[Any] = []
-        self.wire_at_request: list[list[dict[str, Any]]] = []
+        self.wire_at_request: list[list[Mapping[str, Any]]] = []
         self.summarizer = Scripted(summaries if summaries is not None else [summary_reply()])
         opts.setdefault("prune_min_bytes", 10**9)  # prune has its own tests; here the fold is under test
         options = Options(context_window=WINDOW, summary_provider=self.summarizer, **opts)
@@ -299,7 +300,8 @@ def test_keep_policy_user_marked() -> None:
     session.add({"role": "assistant", "content": "b" * 4000})
     session.add({"role": "assistant", "content": "c" * 7000})
     session.add({"role": "user", "content": "next"})
-    for policy, kept in (("user_marked", [marked]), ("errors", [])):
+    cases: tuple[tuple[KeepPolicy, list[int]], ...] = (("user_marked", [marked]), ("errors", []))
+    for policy, kept in cases:
         s2 = Session.from_bytes(_bytes(session))
         c = Compactor(
             s2,

@@ -47,7 +47,7 @@ def test_plans_over_real_histories_keep_the_invariants(
     folds = 0
     for _name, messages, history, digests in sessions:
         for force in (False, True):
-            settings = {"context_window": window, "keep_policy": policy, "force": force}
+            settings: dict[str, Any] = {"context_window": window, "keep_policy": policy, "force": force}
             plan = history.plan(**settings)
             check_plan(messages, plan, settings, digests)
             assert repr(history.plan(**settings)) == repr(plan)  # deterministic

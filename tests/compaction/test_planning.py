@@ -47,7 +47,7 @@ def test_flags_read_by_the_core() -> None:
 
 
 def test_build_history_links_results_to_their_calls() -> None:
-    msgs = [
+    msgs: list[dict[str, Any]] = [
         {"role": "system", "content": "s"},
         {"role": "user", "content": "go"},
         {"role": "assistant", "content": "", "tool_calls": [call("a"), call("b")]},
@@ -74,7 +74,7 @@ def test_build_history_links_results_to_their_calls() -> None:
 
 def test_elided_results_are_not_pruned_again() -> None:
     elided = f"{planning.ELIDED_PREFIX}bash, 9000 bytes dropped to save context; re-run the tool if needed]"
-    msgs = [
+    msgs: list[dict[str, Any]] = [
         {"role": "user", "content": "go"},
         {"role": "assistant", "content": "", "tool_calls": [call("a")]},
         {"role": "tool", "tool_call_id": "a", "content": elided + " " * 2000},
@@ -140,7 +140,7 @@ def _two() -> _core.PlanHistory:
 
 
 def test_estimating_models_plan_on_the_cores_estimate() -> None:
-    msgs = [
+    msgs: list[dict[str, Any]] = [
         {"role": "system", "content": "s"},
         {"role": "user", "content": "x" * 400},
         {"role": "assistant", "content": "", "tool_calls": [call("a", "read_file")]},

@@ -112,7 +112,14 @@ def test_dry_run_shows_what_the_summarised_run_folds(
     log = _imported(tmp_path, monkeypatch, capsys, "claude-code", SPOTTER)
     server = FakeOpenAI([{"content": "## Goal\n- find the spotter bug"}])
     try:
-        args = ("compact", str(log), "--provider", "openai-compatible", "--base-url", server.base_url)
+        args: tuple[str, ...] = (
+            "compact",
+            str(log),
+            "--provider",
+            "openai-compatible",
+            "--base-url",
+            server.base_url,
+        )
         args += ("--model", "fake-1", "--context-window", "32000")
         dry = _cli(tmp_path, monkeypatch, capsys, *args, "--dry-run")
         assert not server.requests  # a preview calls no model

@@ -80,6 +80,7 @@ def test_claude_code_compaction_becomes_fold(corpus: Path) -> None:
     i = types.index("compaction/start")
     assert types[i : i + 4] == ["compaction/start", "compaction/summary", "user/message", "compaction/end"]
     digest = conv.events[i + 2]
+    assert isinstance(digest.surface_op, dict)
     assert digest.surface_op["op"] == "fold" and digest.surface_op["keep"] == []
     assert display_text(digest.data["content"]).startswith("This session is being continued")
     summary = conv.events[i + 1].data

@@ -72,7 +72,7 @@ def test_append_event_and_replace_refuse_the_same(message: dict[str, Any], says:
 
 def test_real_shapes_are_recorded_as_given() -> None:
     s = Session(system="s")
-    accepted = [
+    accepted: list[dict[str, Any]] = [
         {"role": "user", "content": "hi", "name": "ann"},
         # what the agent writes: function-style calls with raw (here cut) argument text
         {

@@ -38,7 +38,8 @@ def _wire(path: Path) -> bytes:
 
 def _oracle(payload: bytes) -> dict[str, Any]:
     """What the stream says, read the plain way (whole payload, no streaming) to compare against."""
-    text, reasoning, calls, usage, finish = [], [], {}, None, None
+    text, reasoning, usage, finish = [], [], None, None
+    calls: dict[Any, Any] = {}
     for block in payload.decode().split("\n\n"):
         data = [ln[6:] for ln in block.split("\n") if ln.startswith("data: ")]
         if not data or data[0] == "[DONE]":

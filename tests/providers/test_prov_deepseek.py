@@ -58,7 +58,7 @@ def test_thinking_loop_response_parses_parallel_calls_and_cache_usage() -> None:
 
 
 def test_reasoning_content_stripped_from_other_assistant_turns_and_when_thinking_is_off() -> None:
-    history = [
+    history: list[dict[str, Any]] = [
         {"role": "user", "content": "q"},
         {"role": "assistant", "content": "a", "reasoning_content": "r1"},
         {

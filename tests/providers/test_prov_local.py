@@ -46,6 +46,7 @@ def _require_local() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.local_model
 def test_local_model_streams_a_tool_call() -> None:
     _require_local()
 
@@ -91,6 +92,7 @@ def test_local_model_streams_a_tool_call() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.local_model
 def test_server_start_failure_reports_its_output(tmp_path: Path) -> None:
     _require_local()
     bogus = tmp_path / "not-a-model.gguf"
@@ -104,6 +106,7 @@ def test_server_start_failure_reports_its_output(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.local_model
 def test_a_server_that_dies_is_reported_at_the_first_retry() -> None:
     _require_local()
 
@@ -131,6 +134,7 @@ def test_missing_extra_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) ->
         asyncio.run(provider.start())
 
 
+@pytest.mark.local_model
 def test_model_is_assembled_once_into_the_cache_atomically(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -142,7 +146,7 @@ def test_model_is_assembled_once_into_the_cache_atomically(
 
     def spy(path: Path, overwrite: bool = False) -> Path:
         calls.append(Path(path))
-        return real(path, overwrite=overwrite)
+        return Path(real(path, overwrite=overwrite))
 
     monkeypatch.setattr(gguf, "assemble", spy)
     monkeypatch.setenv("FOLDLOG_CACHE_DIR", str(tmp_path))
@@ -165,7 +169,7 @@ def test_history_is_made_renderable_for_the_chatml_function_calling_template() -
         "type": "function",
         "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
     }
-    history = [
+    history: list[dict[str, Any]] = [
         {"role": "system", "content": "s"},
         {"role": "user", "content": "u"},
         {"role": "assistant", "content": None, "tool_calls": [call], "reasoning_content": "r"},

@@ -20,7 +20,8 @@ from tests.stores.store_logdata import header, header_line, line, load_with_read
 def _info(store: Any, session_id: str) -> SessionInfo:
     found = [s for s in store.list_sessions() if s.id == session_id]
     assert len(found) == 1, f"list_sessions should hold {session_id} once: {found}"
-    return found[0]
+    info: SessionInfo = found[0]
+    return info
 
 
 def test_store_and_writer_satisfy_the_protocols(store: Any) -> None:

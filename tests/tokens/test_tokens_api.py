@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from types import MappingProxyType
+from typing import Any
 
 import pytest
 
@@ -57,13 +58,13 @@ def test_count_batch_equals_counts() -> None:
 
 def test_messages_accept_read_only_mappings() -> None:
     t = foldlog.Tokenizer.for_model("deepseek-v4-pro")
-    msg = {
+    msg: dict[str, Any] = {
         "role": "assistant",
         "content": "ok",
         "reasoning_content": "think",
         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
     }
-    frozen = MappingProxyType({**msg, "tool_calls": (MappingProxyType(msg["tool_calls"][0]),)})  # type: ignore[index]
+    frozen = MappingProxyType({**msg, "tool_calls": (MappingProxyType(msg["tool_calls"][0]),)})
     assert t.count_message(frozen) == t.count_message(msg) > t.count("okthinkf{}")
     tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
     total = t.count_request([{"role": "user", "content": "hi"}, msg], tools)

@@ -33,6 +33,7 @@ def run(root: Path, name: str, args: str, **opts: bool) -> tuple[str, bool]:
         ToolLimits(max_parallel=8, output_limit=4096, timeout=None),
     )
     [r] = asyncio.run(runner.run_batch([ToolCall("c", name, args)]))
+    assert isinstance(r.content, str)
     return r.content, r.is_error
 
 

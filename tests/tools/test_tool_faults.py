@@ -298,6 +298,7 @@ def test_bytes_from_a_tool_are_capped_before_decoding() -> None:
         ToolRegistry([blob]), None, None, ToolLimits(max_parallel=1, output_limit=1000, timeout=None)
     )
     [r] = asyncio.run(runner.run_batch([ToolCall("c", "blob", "{}")]))
+    assert isinstance(r.content, str)
     assert r.content.startswith("\ufffdyyy") and r.content.endswith("yyé")
     assert r.meta == {"omittedBytes": 5_000_003 - 1000, "utf8Replaced": 1}
 
@@ -368,6 +369,7 @@ def test_arguments_over_the_limit_are_an_error_result_and_the_tool_does_not_run(
     out = asyncio.run(runner.run_batch([ToolCall("a", "put", small), ToolCall("b", "put", big)]))
     assert out[0].content == "stored" and not out[0].is_error
     size = len(big.encode())
+    assert isinstance(out[1].content, str)
     assert out[1].is_error and out[1].content.startswith(
         f"error: the arguments for put are {size} bytes, over the limit of 1000 bytes"
     )

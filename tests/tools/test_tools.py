@@ -264,6 +264,7 @@ def test_sync_tools_and_non_string_results() -> None:
         ToolRegistry([data]), None, None, ToolLimits(max_parallel=8, output_limit=1000, timeout=None)
     )
     [r] = asyncio.run(runner.run_batch(_calls("data")))
+    assert isinstance(r.content, str)
     assert json.loads(r.content) == {"a": [1, 2]} and not r.is_error
 
 
@@ -296,6 +297,7 @@ def test_loop_guard_resets_on_success() -> None:
 
     def batch() -> str:
         [r] = asyncio.run(runner.run_batch(_calls("flaky")))
+        assert isinstance(r.content, str)
         return r.content
 
     batch(), batch()

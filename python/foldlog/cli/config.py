@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from foldlog.errors import ConfigError
+from foldlog.errors import ConfigError as ConfigError  # the CLI's file errors (re-exported)
 
 CONFIG_NAME = "foldlog.toml"
 _PATH_KEYS = {"home", "sessions_dir", "workspace"}

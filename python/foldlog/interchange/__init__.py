@@ -8,8 +8,13 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from foldlog._lazy import lazy_attributes
 from foldlog.interchange.events import Conversation, ImportCounts, ImportedEvent, TranscriptError
+
+if TYPE_CHECKING:
+    from foldlog.interchange.writer import write_conversation
 
 # CLI name -> module with ``convert(path) -> list[Conversation]``
 FORMATS: dict[str, str] = {
@@ -31,12 +36,8 @@ def convert(format: str, path: str | Path) -> list[Conversation]:
     return result
 
 
-def __getattr__(name: str) -> object:
-    if name == "write_conversation":
-        from foldlog.interchange.writer import write_conversation
-
-        return write_conversation
-    raise AttributeError(name)
+# the writer imports the session layer: loaded on first use
+__getattr__, __dir__ = lazy_attributes(globals(), {"write_conversation": "foldlog.interchange.writer"})
 
 
 __all__ = [
