@@ -194,17 +194,26 @@ def test_chat_with_piped_commands(tmp_path: Path, workspace: Path, reading_model
     assert all(r["messages"][-1].get("content") != "never sent" for r in reading_model.requests)
 
 
-def test_compact_command(tmp_path: Path, workspace: Path) -> None:
+def _four_long_turns(tmp_path: Path, args: list[str]) -> Path:
+    """Four long questions in one session (run, then run -c); its log."""
+    long = "word " * 400
+    for i in range(4):
+        extra = ["-c"] if i else []
+        proc = run_cli("run", f"question {i} {long}", *extra, *args, home=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+    (log,) = (tmp_path / "sessions").glob("*.jsonl")
+    return log
+
+
+def _long_answers(summary: str) -> list[dict[str, object]]:
     long = "word " * 400
     replies: list[dict[str, object]] = [{"content": f"answer {i}: {long}", "usage": USAGE} for i in range(4)]
-    replies.append({"content": "Summary: the user asked four questions.", "usage": USAGE})
-    for server in _serve(replies):
-        args = _agent_args(server, workspace)
-        first = run_cli("run", f"question 0 {long}", *args, home=tmp_path)
-        assert first.returncode == 0, first.stderr
-        for i in range(1, 4):
-            assert run_cli("run", f"question {i} {long}", "-c", *args, home=tmp_path).returncode == 0
-        (log,) = (tmp_path / "sessions").glob("*.jsonl")
+    return [*replies, {"content": summary, "usage": USAGE}]
+
+
+def test_compact_command(tmp_path: Path, workspace: Path) -> None:
+    for server in _serve(_long_answers("Summary: the user asked four questions.")):
+        log = _four_long_turns(tmp_path, _agent_args(server, workspace))
         before = Session.load(log)
         stored = log.read_bytes()
         dry = run_cli(
@@ -226,15 +235,9 @@ def test_compact_command(tmp_path: Path, workspace: Path) -> None:
 
 
 def test_compact_with_a_summary_call(tmp_path: Path, workspace: Path) -> None:
-    long = "word " * 400
-    replies: list[dict[str, object]] = [{"content": f"answer {i}: {long}", "usage": USAGE} for i in range(4)]
-    replies.append({"content": "The user asked four questions about words.", "usage": USAGE})
-    for server in _serve(replies):
+    for server in _serve(_long_answers("The user asked four questions about words.")):
         args = _agent_args(server, workspace)
-        for i in range(4):
-            extra = ["-c"] if i else []
-            assert run_cli("run", f"question {i} {long}", *extra, *args, home=tmp_path).returncode == 0
-        (log,) = (tmp_path / "sessions").glob("*.jsonl")
+        log = _four_long_turns(tmp_path, args)
         proc = run_cli(
             "compact",
             log.stem,

@@ -10,7 +10,7 @@ import pytest
 
 from foldlog.interchange import TranscriptError, convert
 from foldlog.log.text import display_text
-from tests.cli.cli_testlib import check_well_formed, claude_files, codex_files
+from tests.cli.cli_testlib import OPENHANDS_FILES, check_well_formed, claude_files, codex_files
 
 # --- Claude Code ---------------------------------------------------------------------------
 
@@ -199,17 +199,7 @@ def openhands_events(path: Path) -> list[list[dict[str, object]]]:
     return [json.loads(path.read_text(encoding="utf-8"))]
 
 
-@pytest.mark.parametrize(
-    "rel",
-    [
-        "openhands/evaluation/benchmarks/multi_swe_bench/examples/output.jsonl",
-        "openhands/tests/unit/resolver/mock_output/output.jsonl",
-        "openhands/tests/runtime/trajs/basic.json",
-        "openhands/tests/runtime/trajs/basic_gui_mode.json",
-        "openhands/tests/runtime/trajs/basic_interactions.json",
-        "openhands/tests/runtime/trajs/wrong_initial_state.json",
-    ],
-)
+@pytest.mark.parametrize("rel", OPENHANDS_FILES)
 def test_openhands_counts_match_source(corpus: Path, rel: str) -> None:
     path = corpus / rel
     convs = convert("openhands", path)

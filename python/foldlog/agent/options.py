@@ -10,19 +10,20 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from foldlog.compaction.settings import KEEP_POLICIES, CompactionSettings, KeepPolicy
+from foldlog.compaction.settings import CompactionOptions, CompactionSettings
 from foldlog.errors import ConfigError
 from foldlog.tools.host import ARGUMENT_LIMIT, ToolLimits
 
-if TYPE_CHECKING:
-    from foldlog.providers.base import Provider
-
 
 @dataclass(slots=True)
-class Options:
-    """Every knob of a run. Defaults follow the spec; ``None`` limits mean unbounded."""
+class Options(CompactionOptions):
+    """Every knob of a run. Defaults follow the spec; ``None`` limits mean unbounded.
+
+    The compaction constants (`CompactionOptions`: ``soft_compact_ratio``, ``compact_ratio``,
+    ``force_compact_ratio``, ``tail_tokens``, ``min_recent_keep``, ``pinned_user_turn_tokens``,
+    ``min_fold_tokens``, ``summary_timeout``, ``stuck_limit``, ``prune_min_bytes``,
+    ``keep_policy``, ``summary_provider``, ``archive_dir``) are keyword-only."""
 
     max_steps: int | None = 50
     grace_step: bool = True
@@ -33,20 +34,6 @@ class Options:
     tool_argument_limit: int | None = ARGUMENT_LIMIT
     # the context window in tokens (None: the provider's)
     context_window: int | None = None
-    # compaction (given to the compactor as `compaction()`)
-    soft_compact_ratio: float = 0.5
-    compact_ratio: float = 0.8
-    force_compact_ratio: float = 0.9
-    tail_tokens: int = 16384
-    min_recent_keep: int = 2
-    pinned_user_turn_tokens: int = 1500
-    min_fold_tokens: int = 400
-    summary_timeout: float = 90.0
-    stuck_limit: int = 2
-    prune_min_bytes: int = 1024
-    keep_policy: KeepPolicy = "errors"
-    summary_provider: Provider | None = None
-    archive_dir: str | None = None
     # request parameters (the `request` hook may still change them per call); `model` None: the
     # provider's
     model: str | None = None
@@ -73,13 +60,7 @@ class Options:
             )
         if self.tool_timeout is not None and self.tool_timeout <= 0:
             raise ConfigError(f"Options.tool_timeout must be > 0 or None, got {self.tool_timeout}")
-        if self.keep_policy not in KEEP_POLICIES:
-            raise ConfigError(f"Options.keep_policy must be one of {KEEP_POLICIES}, got {self.keep_policy!r}")
-        if not 0 < self.soft_compact_ratio <= self.compact_ratio <= self.force_compact_ratio <= 1:
-            raise ConfigError(
-                "Options ratios must satisfy "
-                "0 < soft_compact_ratio <= compact_ratio <= force_compact_ratio <= 1"
-            )
+        CompactionOptions.__post_init__(self)  # (zero-argument super() fails in a slots dataclass)
 
     @property
     def check_invariants(self) -> bool:
@@ -98,5 +79,5 @@ class Options:
     def compaction(self, window: int | None = None) -> CompactionSettings:
         """The compactor's settings; ``window``: the resolved context window (default: this
         `context_window`; 0 or None: unknown)."""
-        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(CompactionSettings)[1:]}
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(CompactionOptions)}
         return CompactionSettings(window=int(window or self.context_window or 0), **fields)

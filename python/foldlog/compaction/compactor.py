@@ -453,13 +453,3 @@ def write_archive(
             os.fsync(f.fileno())
         return str(path)
     raise CompactionError(f"could not create a new archive file for {base} in {directory}")
-
-
-__all__ = [
-    "ELISION",
-    "CompactionPreview",
-    "CompactionResult",
-    "Compactor",
-    "unfinished_compaction",
-    "write_archive",
-]
