@@ -12,6 +12,8 @@ import threading
 from collections import deque
 from typing import Any, Literal
 
+from foldlog.errors import InvalidEventError
+
 Kind = Literal["followup", "steer", "inject"]
 
 
@@ -21,11 +23,11 @@ def as_user_message(message: Any, source: str | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {"role": "user", "content": message}
     elif isinstance(message, dict):
         if "content" not in message:
-            raise ValueError("a user message dict needs a 'content' key")
+            raise InvalidEventError("a user message dict needs a 'content' key")
         out = dict(message)
         role = out.setdefault("role", "user")
         if role != "user":
-            raise ValueError(f"inbox messages must have role 'user', got {role!r}")
+            raise InvalidEventError(f"inbox messages must have role 'user', got {role!r}")
     else:
         raise TypeError(f"a message must be a str or a dict, got {type(message).__name__}")
     if source is not None:

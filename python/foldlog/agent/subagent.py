@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
-from foldlog.errors import FoldlogError
+from foldlog.errors import ConfigError, FoldlogError
 from foldlog.events import ToolDispatch, ToolResult, Usage
 from foldlog.tools.host import ToolContext
 from foldlog.tools.registry import Tool, make_tool
@@ -40,7 +40,7 @@ async def run_subagent(
     from foldlog.agent.loop import Agent
 
     if session is None:
-        raise ValueError("run_subagent needs a session (got None)")
+        raise ConfigError("run_subagent needs a session (got None)")
     child = Agent(provider, registry, session, options, sink)
     if hooks is not None:
         child.hooks.share_capabilities(hooks)
@@ -73,7 +73,7 @@ def child_steps(explicit: int | None, parent: int | None) -> int | None:
     """Explicit budget, else half the parent's (at least 5); unbounded when the parent is."""
     if explicit is not None:
         if explicit < 1:
-            raise ValueError(f"max_steps must be >= 1, got {explicit}")
+            raise ConfigError(f"max_steps must be >= 1, got {explicit}")
         return explicit
     if parent is None:
         return None

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from foldlog._lazy import lazy_attributes
+from foldlog.errors import ConfigError
 from foldlog.interchange.events import Conversation, ImportCounts, ImportedEvent, TranscriptError
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ def convert(format: str, path: str | Path) -> list[Conversation]:
     """Convert the transcript(s) in ``path`` from ``format`` (a key of :data:`FORMATS`)."""
     module = FORMATS.get(format)
     if module is None:
-        raise ValueError(f"unknown transcript format {format!r} (known: {', '.join(FORMATS)})")
+        raise ConfigError(f"unknown transcript format {format!r} (known: {', '.join(FORMATS)})")
     result: list[Conversation] = importlib.import_module(module).convert(path)
     return result
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from foldlog import _core
-from foldlog.errors import InvalidEventError, StorageError
+from foldlog.errors import ConfigError, InvalidEventError, StorageError
 from foldlog.log.frozen import EventsView, FrozenDict, freeze, thaw
 from foldlog.stores.base import StoreWriter
 
@@ -168,7 +168,7 @@ class Session:
         from foldlog.stores.file import FileStore, FileStoreWriter
 
         if durability not in ("batch", "event", "none"):
-            raise ValueError(f"durability must be 'batch', 'event' or 'none', not {durability!r}")
+            raise ConfigError(f"durability must be 'batch', 'event' or 'none', not {durability!r}")
         path: Path | None = None
         if hasattr(target, "open_writer"):
             store = target
