@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from foldlog.errors import HookError, HookRefused, InvalidHookError
+from foldlog.errors import HookError, HookRefused, InvalidEventError, InvalidHookError
 from foldlog.tools.host import ToolContext, ToolOutcome
 
 if TYPE_CHECKING:
@@ -48,10 +48,27 @@ class Reject:
     reason: str
 
 
+def as_user_message(message: Any, source: str | None = None) -> dict[str, Any]:
+    """The user message an input stands for (a string or a user message dict): what the inbox
+    queues and what ``enter`` passes on."""
+    if isinstance(message, str):
+        out: dict[str, Any] = {"role": "user", "content": message}
+    elif isinstance(message, dict):
+        if "content" not in message:
+            raise InvalidEventError("a user message dict needs a 'content' key")
+        out = dict(message)
+        role = out.setdefault("role", "user")
+        if role != "user":
+            raise InvalidEventError(f"inbox messages must have role 'user', got {role!r}")
+    else:
+        raise TypeError(f"a message must be a str or a dict, got {type(message).__name__}")
+    if source is not None:
+        out.setdefault("source", source)
+    return out
+
+
 def enter(messages: Sequence[Any]) -> Enter:
     """Proceed with these messages (strings or user message dicts)."""
-    from foldlog.agent.inbox import as_user_message
-
     return Enter(tuple(as_user_message(m) for m in messages))
 
 
@@ -411,6 +428,7 @@ __all__ = [
     "TurnStoppingContext",
     "accept",
     "allow",
+    "as_user_message",
     "ask",
     "block",
     "deny",

@@ -12,27 +12,9 @@ import threading
 from collections import deque
 from typing import Any, Literal
 
-from foldlog.errors import InvalidEventError
+from foldlog.hooks import as_user_message
 
 Kind = Literal["followup", "steer", "inject"]
-
-
-def as_user_message(message: Any, source: str | None = None) -> dict[str, Any]:
-    """Normalise inbox input (a string or a user message dict) to a user message dict."""
-    if isinstance(message, str):
-        out: dict[str, Any] = {"role": "user", "content": message}
-    elif isinstance(message, dict):
-        if "content" not in message:
-            raise InvalidEventError("a user message dict needs a 'content' key")
-        out = dict(message)
-        role = out.setdefault("role", "user")
-        if role != "user":
-            raise InvalidEventError(f"inbox messages must have role 'user', got {role!r}")
-    else:
-        raise TypeError(f"a message must be a str or a dict, got {type(message).__name__}")
-    if source is not None:
-        out.setdefault("source", source)
-    return out
 
 
 class Inbox:
