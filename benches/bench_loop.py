@@ -65,7 +65,7 @@ def foldlog_run(n: int, derive_wire: bool = False) -> Callable[[], Any]:
         out = asyncio.run(agent.run("go"))
         assert out == "done" and calls["n"] == n, (out, calls)
         if derive_wire:
-            from foldlog._frozen import thaw
+            from foldlog.log.frozen import thaw
 
             assert thaw(session.wire_messages()) == foldlog.Session.wire_messages(session)
         return out

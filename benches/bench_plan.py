@@ -35,9 +35,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.compaction.corpus_histories import all_histories, corpus_dir
-
 from foldlog import Session
+from tests.compaction.corpus_histories import all_histories, corpus_dir
 
 N_MESSAGES = 100_000
 WINDOW = 1_000_000

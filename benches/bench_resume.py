@@ -27,7 +27,7 @@ import orjson
 import pytest
 
 from foldlog import Session
-from foldlog.tokens import deepseek_tokenizer_path
+from foldlog.log.tokens import deepseek_tokenizer_path
 from resume_peer import resume as peer_resume
 from workloads import Workload, with_token_counts
 

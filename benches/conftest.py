@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+# bench modules import their siblings (workloads, pyload) and the tests' corpus helpers (tests.…)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from workloads import Workload, log_100k, log_100mb
 

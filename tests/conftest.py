@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from foldlog import Session
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("FOLDLOG_SHARED") or REPO.parent / "shared")
 
@@ -34,3 +36,9 @@ def seed_log(tmp_path: Path) -> Path:
     p = tmp_path / "seed.jsonl"
     p.write_text(seed_example_log(), encoding="utf-8")
     return p
+
+
+@pytest.fixture
+def session() -> Session:
+    """A fresh in-memory session with a system prompt (the agent and tool tests run on it)."""
+    return Session(system="You are a test assistant.")

@@ -36,37 +36,37 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it; resolved on first attribute access (PEP 562)
 _LAZY: dict[str, str] = {
-    "Session": "foldlog.session",
-    "Tokenizer": "foldlog.tokens",
-    "count_tokens": "foldlog.tokens",
-    "Agent": "foldlog.agent",
-    "Options": "foldlog.options",
+    "Session": "foldlog.log.session",
+    "Tokenizer": "foldlog.log.tokens",
+    "count_tokens": "foldlog.log.tokens",
+    "Agent": "foldlog.agent.loop",
+    "Options": "foldlog.agent.options",
     "tool": "foldlog.tools.registry",
     "Tool": "foldlog.tools.registry",
     "ToolRegistry": "foldlog.tools.registry",
-    "run_subagent": "foldlog.subagent",
+    "run_subagent": "foldlog.agent.subagent",
     "OpenAICompatible": "foldlog.providers.openai_compat",
     "DeepSeek": "foldlog.providers.deepseek",
     "OpenAI": "foldlog.providers.openai",
     "LocalLlama": "foldlog.providers.local",
-    "Compactor": "foldlog.compaction",
-    "CompactionResult": "foldlog.compaction",
-    "TokenCount": "foldlog.tokens",
-    "thaw": "foldlog._frozen",
+    "Compactor": "foldlog.compaction.compactor",
+    "CompactionResult": "foldlog.compaction.compactor",
+    "TokenCount": "foldlog.log.tokens",
+    "thaw": "foldlog.log.frozen",
 }
 
 if TYPE_CHECKING:
-    from foldlog._frozen import thaw
-    from foldlog.agent import Agent
-    from foldlog.compaction import CompactionResult, Compactor
-    from foldlog.options import Options
+    from foldlog.agent.loop import Agent
+    from foldlog.agent.options import Options
+    from foldlog.agent.subagent import run_subagent
+    from foldlog.compaction.compactor import CompactionResult, Compactor
+    from foldlog.log.frozen import thaw
+    from foldlog.log.session import Session
+    from foldlog.log.tokens import TokenCount, Tokenizer, count_tokens
     from foldlog.providers.deepseek import DeepSeek
     from foldlog.providers.local import LocalLlama
     from foldlog.providers.openai import OpenAI
     from foldlog.providers.openai_compat import OpenAICompatible
-    from foldlog.session import Session
-    from foldlog.subagent import run_subagent
-    from foldlog.tokens import TokenCount, Tokenizer, count_tokens
     from foldlog.tools.registry import Tool, ToolRegistry, tool
 
 

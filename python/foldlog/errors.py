@@ -137,10 +137,19 @@ class CompactionError(FoldlogError):
     """A compaction could not be planned or recorded."""
 
 
+# --- settings ------------------------------------------------------------------------------
+
+
+class ConfigError(FoldlogError, ValueError):
+    """A setting that cannot be used: a bad value given to `Options`, a provider, a store or the
+    CLI's ``foldlog.toml`` (the message names the setting, and the file when there is one)."""
+
+
 __all__ = [
     "APIError",
     "AuthError",
     "CompactionError",
+    "ConfigError",
     "CorruptLogError",
     "FoldlogError",
     "HookError",

@@ -10,7 +10,10 @@ import inspect
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from foldlog.providers.base import Usage as ProviderUsage
 
 UsageSource = Literal["executor", "compaction", "subagent"]
 
@@ -70,6 +73,19 @@ class Usage:
     hit_rate: float = 0.0
     cost: float | None = None
     source: UsageSource = "executor"
+
+    @classmethod
+    def of(cls, usage: ProviderUsage, source: UsageSource, cost: float | None = None) -> Usage:
+        """The event for a provider's reported usage (the agent's and the compactor's)."""
+        return cls(
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            usage.cache_hit_tokens,
+            usage.cache_miss_tokens,
+            usage.cache_hit_rate,
+            cost,
+            source,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from foldlog.errors import HookError, HookRefused, InvalidHookError
+from foldlog.errors import HookError, HookRefused, InvalidEventError, InvalidHookError
+from foldlog.tools.host import ToolContext, ToolOutcome
 
 if TYPE_CHECKING:
-    from foldlog.agent import Agent
+    from foldlog.agent.loop import Agent
     from foldlog.providers.base import Request, ToolCall
+    from foldlog.tools.host import ToolHost
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -46,10 +48,27 @@ class Reject:
     reason: str
 
 
+def as_user_message(message: Any, source: str | None = None) -> dict[str, Any]:
+    """The user message an input stands for (a string or a user message dict): what the inbox
+    queues and what ``enter`` passes on."""
+    if isinstance(message, str):
+        out: dict[str, Any] = {"role": "user", "content": message}
+    elif isinstance(message, dict):
+        if "content" not in message:
+            raise InvalidEventError("a user message dict needs a 'content' key")
+        out = dict(message)
+        role = out.setdefault("role", "user")
+        if role != "user":
+            raise InvalidEventError(f"inbox messages must have role 'user', got {role!r}")
+    else:
+        raise TypeError(f"a message must be a str or a dict, got {type(message).__name__}")
+    if source is not None:
+        out.setdefault("source", source)
+    return out
+
+
 def enter(messages: Sequence[Any]) -> Enter:
     """Proceed with these messages (strings or user message dicts)."""
-    from foldlog.inbox import as_user_message
-
     return Enter(tuple(as_user_message(m) for m in messages))
 
 
@@ -158,35 +177,8 @@ class TurnStoppingContext:
 
 
 @dataclass(slots=True)
-class ToolContext:
-    """What a tool hook (and a tool that asks for it) sees of the call in progress."""
-
-    agent: Agent | None
-    call: ToolCall
-    arguments: dict[str, Any] = field(default_factory=dict)
-    turn: int = 0
-    step: int = 0
-
-    def progress(self, message: str) -> None:
-        if self.agent is not None:
-            from foldlog.events import ToolProgress
-
-            self.agent._emit(ToolProgress(self.call.id, self.call.name, message))
-
-
-@dataclass(slots=True)
-class ToolOutcome:
-    """A tool's result: text, or a list of content blocks (``foldlog.tools.content``: text and
-    images, …). ``meta`` goes to the ``tool/result`` event's ``meta`` (e.g. ``utf8Replaced``)."""
-
-    content: str | list[dict[str, Any]]
-    is_error: bool = False
-    meta: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
 class PostExecuteContext:
-    agent: Agent | None
+    agent: ToolHost | None
     call: ToolCall
     result: ToolOutcome
 
@@ -318,42 +310,6 @@ def stream_decision(value: Any, listener: str) -> Any:
     )
 
 
-class HookedProvider:
-    """A provider whose every stream passes through an agent's ``llm_stream`` hooks: what the
-    agent hands its compactor, so a summary call is no way around a stream policy. Everything
-    else is the wrapped provider's."""
-
-    def __init__(self, agent: Agent, provider: Any, purpose: Literal["step", "compaction"]) -> None:
-        self._agent = agent
-        self._provider = provider
-        self._purpose = purpose
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._provider, name)
-
-    def __repr__(self) -> str:
-        return f"HookedProvider({self._provider!r})"
-
-    async def stream(self, request: Request) -> AsyncIterator[Any]:
-        listeners = self._agent.hooks.llm_stream_hooks
-        provider = self._provider
-
-        async def base() -> Any:
-            return provider.stream(request)
-
-        # a refusal raises HookRefused here: the caller's call fails (a summary falls back)
-        stream = await run_waterfall(
-            listeners, StreamContext(self._agent, request, self._purpose), base, "llm_stream", stream_decision
-        )
-        try:
-            async for chunk in stream:
-                yield chunk
-        finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                await aclose()
-
-
 def _name(fn: Callable[..., Any]) -> str:
     return getattr(fn, "__qualname__", None) or repr(fn)
 
@@ -472,6 +428,7 @@ __all__ = [
     "TurnStoppingContext",
     "accept",
     "allow",
+    "as_user_message",
     "ask",
     "block",
     "deny",

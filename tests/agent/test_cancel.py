@@ -5,12 +5,12 @@ import threading
 from typing import Any
 
 import pytest
-from agent_helpers import call, of_type, reply, types
 
 from foldlog import Agent, RunCancelled, Session, tool
 from foldlog.events import Text, TurnDone
 from foldlog.hooks import ToolContext
 from foldlog.providers import Scripted
+from tests.agent.agent_helpers import call, of_type, reply, types
 
 
 def _assert_closed_validly(session: Session) -> None:

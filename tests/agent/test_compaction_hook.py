@@ -1,23 +1,22 @@
 """The agent's side of compaction: when it asks, with what, and how failures surface.
 
-The compactor itself lives in foldlog.compaction (another component); here a recording stand-in
-is installed under that module name so only the agent's wiring is under test.
+The agent's compactor is the real one, with its calls recorded (a subclass installed where the
+agent takes its compactor class from), so the agent's wiring is what is under test.
 """
 
 from __future__ import annotations
 
 import asyncio
-import sys
-import types
 from typing import Any, ClassVar
 
 import pytest
-from agent_helpers import call, of_type, reply
 
-from foldlog import Agent, Options, Session, tool
+from foldlog import Agent, Session, tool
+from foldlog.compaction import Compactor
 from foldlog.errors import CompactionError
 from foldlog.events import Notice
 from foldlog.providers import Scripted
+from tests.agent.agent_helpers import call, of_type, reply
 
 
 @tool(read_only=True)
@@ -25,30 +24,30 @@ def ping() -> str:
     return "pong"
 
 
-class Recorder:
+class Recorder(Compactor):
     instances: ClassVar[list[Recorder]] = []
     fail: ClassVar[bool] = False
 
-    def __init__(self, session: Any, provider: Any, options: Options, emit: Any) -> None:
-        self.session, self.provider, self.options, self.emit = session, provider, options, emit
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
         self.calls: list[tuple[Any, ...]] = []
         Recorder.instances.append(self)
 
-    async def maybe_compact(self, prompt_tokens: int | None, tools: Any) -> None:
+    async def maybe_compact(self, prompt_tokens: int | None, tools: Any = ()) -> None:
         # what the log holds at this moment tells where in the step the call happened
         self.calls.append(("maybe", prompt_tokens, len(tools), self.session.events[-1]["type"]))
         if Recorder.fail:
             raise CompactionError("planner exploded")
+        await super().maybe_compact(prompt_tokens, tools)
 
-    async def compact(self, trigger: str, focus: str | None = None, force: bool = False) -> None:
+    async def compact(self, trigger: str = "manual", focus: str | None = None, force: bool = False) -> Any:
         self.calls.append(("compact", trigger, focus, force))
+        return await super().compact(trigger, focus, force)
 
 
 @pytest.fixture
 def recorder(monkeypatch: pytest.MonkeyPatch) -> type[Recorder]:
-    mod = types.ModuleType("foldlog.compaction")
-    mod.Compactor = Recorder  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "foldlog.compaction", mod)
+    monkeypatch.setattr("foldlog.agent.loop.Compactor", Recorder)
     Recorder.instances = []
     Recorder.fail = False
     return Recorder
@@ -61,7 +60,7 @@ def test_maybe_compact_after_each_batch_and_before_answer(session: Session, reco
     agent = Agent(p, [ping], session)
     agent.run_sync("x")
     [c] = recorder.instances
-    assert c.options.context_window == 1000  # taken from the provider when Options leaves it unset
+    assert c.settings.window == 1000  # taken from the provider when Options leaves it unset
     assert c.calls == [("maybe", 100, 1, "step/end"), ("maybe", 777, 1, "step/end")]
     assert of_type(session, "turn/end")  # the turn closed after the last check
     asyncio.run(agent.compact("keep the auth bug"))
@@ -75,11 +74,3 @@ def test_compaction_failure_is_a_notice(session: Session, recorder: type[Recorde
     assert agent.run_sync("x") == "done"
     notices = [e for e in events if isinstance(e, Notice)]
     assert notices and notices[0].level == "warn" and "planner exploded" in notices[0].message
-
-
-def test_without_compaction_module(session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "foldlog.compaction", None)
-    agent = Agent(Scripted([reply("", call("ping")), reply("done")]), [ping], session)
-    assert agent.run_sync("x") == "done"
-    with pytest.raises(NotImplementedError, match="compaction"):
-        asyncio.run(agent.compact())

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from agent_helpers import call, of_type, reply
 
 from foldlog import Agent, HookRefused, InvalidHookError, Session, tool
+from foldlog.agent.subagent import task_tool
 from foldlog.errors import APIError
 from foldlog.hooks import (
     RAISE,
@@ -40,7 +40,7 @@ from foldlog.hooks import (
 )
 from foldlog.providers import Scripted
 from foldlog.providers.base import Request
-from foldlog.subagent import task_tool
+from tests.agent.agent_helpers import call, of_type, reply
 
 KINDS = ("passes", "silent", "decides")
 
@@ -255,10 +255,11 @@ def test_tool_points_reach_the_guard_unless_a_listener_decided(
     p = Scripted([reply("", call("probe", {"x": 1}, "c1")), reply("done")])
     agent = Agent(p, [probe], session)
     verdict, decision = TOOL_POINTS[point]
+    listener_decision: Any = decision
     if point == "tool_execute" and kind == "decides":
-        decision = ToolOutcome("answered by the hook")  # the tool is replaced, not run
+        listener_decision = ToolOutcome("answered by the hook")  # the tool is replaced, not run
     hooks = getattr(agent.hooks, point)
-    hooks(first_listener(kind, run, decision))
+    hooks(first_listener(kind, run, listener_decision))
     hooks(guard_listener(run, verdict))
     run_agent(agent, run)
 

@@ -5,7 +5,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from agent_helpers import call, of_type, reply, types
 
 from foldlog import Agent, HookError, Session, tool
 from foldlog.errors import APIError
@@ -22,6 +21,7 @@ from foldlog.hooks import (
 )
 from foldlog.providers import Scripted
 from foldlog.providers.base import TextDelta
+from tests.agent.agent_helpers import call, of_type, reply, types
 
 
 @tool(read_only=True)

@@ -4,13 +4,13 @@ import asyncio
 from typing import Any
 
 import pytest
-from agent_helpers import call, checked, of_type, reply, types
 
 from foldlog import Agent, MaxStepsExceeded, Options, Session, tool
-from foldlog._frozen import thaw
 from foldlog.errors import APIError, ProviderError, StreamInterrupted
 from foldlog.events import Retrying, Text, ToolDispatch, ToolResult, TurnDone, TurnStarted, Usage
+from foldlog.log.frozen import thaw
 from foldlog.providers import Scripted
+from tests.agent.agent_helpers import call, checked, of_type, reply, types
 
 
 @tool(read_only=True)
@@ -338,7 +338,7 @@ def test_usage_event_has_cache_rate_and_cost(session: Session) -> None:
 
     class Priced(Scripted):
         def cost(self, usage: Any) -> float:
-            return usage.prompt_tokens * 0.5
+            return float(usage.prompt_tokens * 0.5)
 
     events: list[Any] = []
     usage = {"prompt_tokens": 200, "completion_tokens": 5, "cache_hit_tokens": 150}

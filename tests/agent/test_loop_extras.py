@@ -6,11 +6,11 @@ import traceback
 from pathlib import Path
 
 import pytest
-from agent_helpers import call, of_type, reply
 
 from foldlog import Agent, Options, Session, tool
 from foldlog.errors import APIError, StreamInterrupted
 from foldlog.providers import Scripted
+from tests.agent.agent_helpers import call, of_type, reply
 
 
 @tool(read_only=True)

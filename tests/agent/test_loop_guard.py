@@ -4,7 +4,7 @@ tests/providers/test_local_model.py."""
 
 from __future__ import annotations
 
-from agent_helpers import call, of_type, reply
+from tests.agent.agent_helpers import call, of_type, reply
 
 from foldlog import Agent, Options, Session, tool
 from foldlog.providers import Scripted

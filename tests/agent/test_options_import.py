@@ -40,7 +40,7 @@ def test_options_reject_bad_values(kwargs: dict[str, object], match: str) -> Non
 def test_agent_import_stays_light() -> None:
     code = (
         "import sys, foldlog; foldlog.Agent; foldlog.tool; foldlog.Options; foldlog.providers.Scripted; "
-        "import foldlog.events, foldlog.subagent, foldlog.tools.builtin; "
+        "import foldlog.events, foldlog.agent.subagent, foldlog.tools.builtin; "
         "print(sorted(m for m in ('httpx', 'rich', 'pydantic') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

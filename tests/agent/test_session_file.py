@@ -2,10 +2,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent_helpers import call, reply
-
 from foldlog import Agent, Session, tool
 from foldlog.providers import Scripted
+from tests.agent.agent_helpers import call, reply
 
 
 @tool(read_only=True)

@@ -3,12 +3,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from agent_helpers import call, of_type, reply
 
 from foldlog import Agent, FoldlogError, Options, Session, run_subagent, tool
+from foldlog.agent.subagent import NestedSink, child_steps, task_tool
 from foldlog.events import Text, ToolDispatch, ToolResult, Usage
 from foldlog.providers import Scripted
-from foldlog.subagent import NestedSink, child_steps, task_tool
+from tests.agent.agent_helpers import call, of_type, reply
 
 
 @tool(read_only=True)

@@ -1,3 +1,3 @@
-from cli_testlib import corpus, seed_v0_lines
+from tests.cli.cli_testlib import corpus, seed_v0_lines
 
 __all__ = ["corpus", "seed_v0_lines"]

@@ -7,14 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_testlib import FakeOpenAI, run_cli
 
-from foldlog.session import Session
-
-# these drive the Agent and the OpenAI-compatible provider, built on other branches; until both
-# are merged there is nothing to drive
-pytest.importorskip("foldlog.agent")
-pytest.importorskip("foldlog.providers.openai_compat")
+from foldlog.log.session import Session
+from tests.cli.cli_testlib import FakeOpenAI, run_cli
 
 USAGE = {
     "prompt_tokens": 1200,
@@ -136,11 +131,12 @@ def test_usage_line_without_a_request_counter_counts_every_usage_source() -> Non
     import io
 
     from foldlog.cli.live import LiveSink
-    from foldlog.events import Usage
+    from foldlog.events import Usage, UsageSource
 
     sink = LiveSink(out=io.StringIO(), err=io.StringIO())
-    for source in ("executor", "subagent", "subagent", "compaction", "executor"):
-        sink(Usage(100, 10, source=source))  # type: ignore[arg-type]
+    sources: tuple[UsageSource, ...] = ("executor", "subagent", "subagent", "compaction", "executor")
+    for source in sources:
+        sink(Usage(100, 10, source=source))
     assert sink.usage_line().startswith("usage: 5 request(s), 500 prompt + 50 completion tokens")
 
 
@@ -198,18 +194,26 @@ def test_chat_with_piped_commands(tmp_path: Path, workspace: Path, reading_model
     assert all(r["messages"][-1].get("content") != "never sent" for r in reading_model.requests)
 
 
-def test_compact_command(tmp_path: Path, workspace: Path) -> None:
-    pytest.importorskip("foldlog.compaction")
+def _four_long_turns(tmp_path: Path, args: list[str]) -> Path:
+    """Four long questions in one session (run, then run -c); its log."""
+    long = "word " * 400
+    for i in range(4):
+        extra = ["-c"] if i else []
+        proc = run_cli("run", f"question {i} {long}", *extra, *args, home=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+    (log,) = (tmp_path / "sessions").glob("*.jsonl")
+    return log
+
+
+def _long_answers(summary: str) -> list[dict[str, object]]:
     long = "word " * 400
     replies: list[dict[str, object]] = [{"content": f"answer {i}: {long}", "usage": USAGE} for i in range(4)]
-    replies.append({"content": "Summary: the user asked four questions.", "usage": USAGE})
-    for server in _serve(replies):
-        args = _agent_args(server, workspace)
-        first = run_cli("run", f"question 0 {long}", *args, home=tmp_path)
-        assert first.returncode == 0, first.stderr
-        for i in range(1, 4):
-            assert run_cli("run", f"question {i} {long}", "-c", *args, home=tmp_path).returncode == 0
-        (log,) = (tmp_path / "sessions").glob("*.jsonl")
+    return [*replies, {"content": summary, "usage": USAGE}]
+
+
+def test_compact_command(tmp_path: Path, workspace: Path) -> None:
+    for server in _serve(_long_answers("Summary: the user asked four questions.")):
+        log = _four_long_turns(tmp_path, _agent_args(server, workspace))
         before = Session.load(log)
         stored = log.read_bytes()
         dry = run_cli(
@@ -231,16 +235,9 @@ def test_compact_command(tmp_path: Path, workspace: Path) -> None:
 
 
 def test_compact_with_a_summary_call(tmp_path: Path, workspace: Path) -> None:
-    pytest.importorskip("foldlog.compaction")
-    long = "word " * 400
-    replies: list[dict[str, object]] = [{"content": f"answer {i}: {long}", "usage": USAGE} for i in range(4)]
-    replies.append({"content": "The user asked four questions about words.", "usage": USAGE})
-    for server in _serve(replies):
+    for server in _serve(_long_answers("The user asked four questions about words.")):
         args = _agent_args(server, workspace)
-        for i in range(4):
-            extra = ["-c"] if i else []
-            assert run_cli("run", f"question {i} {long}", *extra, *args, home=tmp_path).returncode == 0
-        (log,) = (tmp_path / "sessions").glob("*.jsonl")
+        log = _four_long_turns(tmp_path, args)
         proc = run_cli(
             "compact",
             log.stem,
@@ -265,7 +262,7 @@ def test_ctrl_c_cancels_the_turn_exit_130(tmp_path: Path, workspace: Path) -> No
     import sys
     import time
 
-    from cli_testlib import cli_env
+    from tests.cli.cli_testlib import cli_env
 
     for server in _serve([{"content": "too late", "delay": 20}]):
         proc = subprocess.Popen(
@@ -287,3 +284,22 @@ def test_ctrl_c_cancels_the_turn_exit_130(tmp_path: Path, workspace: Path) -> No
         events = Session.load(log).events
         ends = [ev for ev in events if ev["type"] == "turn/end"]
         assert ends and ends[-1]["data"]["reason"]["kind"] == "aborted"
+
+
+def test_chat_model_command_moves_the_session_to_the_new_models_tokenizer(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """``/model`` changes what the requests name *and* the model the session counts with: the
+    events written after it carry exact counts of the new model's tokenizer."""
+    server = FakeOpenAI([{"content": "hi there", "usage": USAGE}])
+    try:
+        script = "/model deepseek-v4-flash\nhello\n/quit\n"
+        proc = run_cli("chat", *_agent_args(server, workspace), home=tmp_path, input=script)
+    finally:
+        server.close()
+    assert proc.returncode == 0, proc.stderr
+    assert [r["model"] for r in server.requests] == ["deepseek-v4-flash"]
+    [log] = (tmp_path / "sessions").glob("*.jsonl")
+    events = [json.loads(line) for line in log.read_text().splitlines()[1:]]
+    [user] = [e for e in events if e["type"] == "user/message"]
+    assert "deepseek-v4" in user.get("tokens", {}), user

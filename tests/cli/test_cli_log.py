@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
-from cli_testlib import corpus_transcripts, run_cli, source_tool_counts
 
-from foldlog.session import Session
+from foldlog.log.session import Session
+from tests.cli.cli_testlib import corpus_transcripts, run_cli, source_tool_counts
 
 
-def _write_v1(path: Path, build: list[tuple[str, dict, object, list[int] | None]]) -> None:
+def _write_v1(
+    path: Path, build: list[tuple[str, dict[str, Any], str | dict[str, Any] | None, list[int] | None]]
+) -> None:
     s = Session(id=path.stem)
     for type_, data, op, sources in build:
         s.append_event(type_, data, surface_op=op, source_event_seqs=sources)
     s.save(path)
 
 
-def _complete_turn() -> list[tuple[str, dict, object, list[int] | None]]:
+def _complete_turn() -> list[tuple[str, dict[str, Any], str | dict[str, Any] | None, list[int] | None]]:
     call = {"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": '{"cmd":"ls"}'}}
     return [
         ("turn/start", {"turn": 1}, None, None),

@@ -7,20 +7,20 @@ import asyncio
 import json
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from foldlog import Agent, Options, Session, planning, tool
-from foldlog.compaction import ELISION, Compactor, unfinished_compaction
+from foldlog import Agent, Options, Session, tool
+from foldlog.compaction import ELISION, Compactor, planning, unfinished_compaction
+from foldlog.compaction.settings import KeepPolicy
+from foldlog.compaction.summary import SUMMARY_SYSTEM_PROMPT
 from foldlog.events import CompactionDone, CompactionStarted, Notice, Usage
 from foldlog.providers import Scripted
 from foldlog.providers.base import Request
-from foldlog.summary import SUMMARY_SYSTEM_PROMPT
-
-from .plan_checks import digest_indices
+from tests.compaction.plan_checks import digest_indices
 
 WINDOW = 4_000
 BIG = 4_000  # characters per tool output: about 1,000 estimated tokens
@@ -71,7 +71,7 @@ class Run:
     ) -> None:
         self.session = session or Session(system="You are a test assistant.")
         self.events: list[Any] = []
-        self.wire_at_request: list[list[dict[str, Any]]] = []
+        self.wire_at_request: list[list[Mapping[str, Any]]] = []
         self.summarizer = Scripted(summaries if summaries is not None else [summary_reply()])
         opts.setdefault("prune_min_bytes", 10**9)  # prune has its own tests; here the fold is under test
         options = Options(context_window=WINDOW, summary_provider=self.summarizer, **opts)
@@ -196,7 +196,7 @@ def test_stuck_guard_latches_and_manual_compaction_still_works() -> None:
     assert r.types().count("compaction/start") == 2  # then the latch holds
     warn = [n for n in r.of(Notice) if n.level == "warn" and "too small" in n.message]
     assert len(warn) == 1
-    compactor = r.agent._get_compactor()
+    compactor = r.agent.compactor
     assert compactor.stuck
     r.provider.add(r._checked(step(99, 3500)))
     # a manual compaction bypasses the latch
@@ -219,7 +219,7 @@ def test_stuck_guard_counts_folds_on_consecutive_steps_and_a_step_without_one_re
     events: list[Any] = []
     summarizer = Scripted([summary_reply(f"## Goal\n- fold {i}") for i in range(5)])
     opts = Options(context_window=WINDOW, summary_provider=summarizer, stuck_limit=2, prune_min_bytes=10**9)
-    c = Compactor(session, Scripted([]), opts, events.append)
+    c = Compactor(session, Scripted([]), opts.compaction(), events.append)
 
     def tool_step(i: int) -> None:
         session.add({"role": "assistant", "content": "", "tool_calls": [_call(f"s{i}")]})
@@ -264,7 +264,7 @@ def test_economics_skip_small_folds_unless_forced() -> None:
     events: list[Any] = []
     summarizer = Scripted([summary_reply()])
     opts = Options(context_window=WINDOW, tail_tokens=1760, summary_provider=summarizer)
-    c = Compactor(session, Scripted([]), opts, events.append)
+    c = Compactor(session, Scripted([]), opts.compaction(), events.append)
     asyncio.run(c.maybe_compact(3300, []))  # past 80%, under 90%: the fold (~50 tokens) is uneconomic
     assert "compaction/start" not in [e["type"] for e in session.events]
     asyncio.run(c.maybe_compact(3700, []))  # past 90%: forced
@@ -300,12 +300,15 @@ def test_keep_policy_user_marked() -> None:
     session.add({"role": "assistant", "content": "b" * 4000})
     session.add({"role": "assistant", "content": "c" * 7000})
     session.add({"role": "user", "content": "next"})
-    for policy, kept in (("user_marked", [marked]), ("errors", [])):
+    cases: tuple[tuple[KeepPolicy, list[int]], ...] = (("user_marked", [marked]), ("errors", []))
+    for policy, kept in cases:
         s2 = Session.from_bytes(_bytes(session))
         c = Compactor(
             s2,
             Scripted([]),
-            Options(context_window=WINDOW, keep_policy=policy, summary_provider=Scripted([summary_reply()])),
+            Options(
+                context_window=WINDOW, keep_policy=policy, summary_provider=Scripted([summary_reply()])
+            ).compaction(),
         )
         result = asyncio.run(c.compact("manual", force=True))
         assert result is not None
@@ -328,7 +331,10 @@ def test_prune_first_and_stop_when_that_is_enough(tmp_path: Path) -> None:
     summarizer = Scripted([summary_reply()])
     events: list[Any] = []
     c = Compactor(
-        session, Scripted([]), Options(context_window=WINDOW, summary_provider=summarizer), events.append
+        session,
+        Scripted([]),
+        Options(context_window=WINDOW, summary_provider=summarizer).compaction(),
+        events.append,
     )
     asyncio.run(c.maybe_compact(3300, []))
     assert summarizer.calls == 0  # pruning alone brought it under the trigger
@@ -387,7 +393,9 @@ def test_fold_in_a_session_reloaded_from_disk_derives_identically(tmp_path: Path
         c = Compactor(
             again,
             Scripted([]),
-            Options(context_window=WINDOW, summary_provider=Scripted([summary_reply("## Goal\n- second")])),
+            Options(
+                context_window=WINDOW, summary_provider=Scripted([summary_reply("## Goal\n- second")])
+            ).compaction(),
         )
         again.add({"role": "user", "content": "more"})
         for i in range(4, 7):
@@ -432,7 +440,7 @@ def test_cancelled_summary_closes_the_compaction_with_an_error() -> None:
         session.add({"role": "tool", "tool_call_id": f"k{i}", "name": "fetch", "content": _out(i)})
     session.add({"role": "user", "content": "next"})
     hang = Scripted([{"content": "", "hang": True}])
-    c = Compactor(session, Scripted([]), Options(context_window=WINDOW, summary_provider=hang))
+    c = Compactor(session, Scripted([]), Options(context_window=WINDOW, summary_provider=hang).compaction())
 
     async def go() -> None:
         task = asyncio.create_task(c.compact("manual", force=True))
@@ -455,16 +463,18 @@ def test_without_usage_the_local_count_decides() -> None:
         session.add({"role": "tool", "tool_call_id": f"k{i}", "name": "fetch", "content": _out(i)})
     summarizer = Scripted([summary_reply()])
     opts = Options(context_window=WINDOW, summary_provider=summarizer, prune_min_bytes=10**9)
-    c = Compactor(session, Scripted([]), opts)
+    c = Compactor(session, Scripted([]), opts.compaction())
     asyncio.run(c.maybe_compact(None, [{"type": "function", "function": {"name": "fetch"}}]))
     assert summarizer.calls == 1  # ~4,000 estimated tokens: past 80% of 4,000
     small = Compactor(
-        Session(system="s"), Scripted([]), Options(context_window=WINDOW, summary_provider=summarizer)
+        Session(system="s"),
+        Scripted([]),
+        Options(context_window=WINDOW, summary_provider=summarizer).compaction(),
     )
     asyncio.run(small.maybe_compact(None, []))
     assert summarizer.calls == 1
     # no window: nothing at all
-    none = Compactor(session, Scripted([]), Options(summary_provider=summarizer))
+    none = Compactor(session, Scripted([]), Options(summary_provider=summarizer).compaction())
     asyncio.run(none.maybe_compact(10**9, []))
     assert summarizer.calls == 1
 
@@ -473,7 +483,7 @@ def test_manual_compaction_with_nothing_to_fold_is_a_notice() -> None:
     events: list[Any] = []
     session = Session(system="s")
     session.add({"role": "user", "content": "hi"})
-    c = Compactor(session, Scripted([]), Options(context_window=WINDOW), events.append)
+    c = Compactor(session, Scripted([]), Options(context_window=WINDOW).compaction(), events.append)
     assert asyncio.run(c.compact("manual", force=True)) is None
     assert [type(e) for e in events] == [Notice] and "nothing to compact" in events[0].message
     assert len(session.events) == 2

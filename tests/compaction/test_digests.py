@@ -10,14 +10,13 @@ from typing import Any
 
 import pytest
 
-from foldlog import Options, Session, planning
-from foldlog.compaction import Compactor
+from foldlog import Options, Session
+from foldlog.compaction import Compactor, planning
 from foldlog.interchange import convert, write_conversation
 from foldlog.providers import Scripted
 from foldlog.providers.base import Done
-
-from .corpus_histories import corpus_dir
-from .plan_checks import digest_indices
+from tests.compaction.corpus_histories import corpus_dir
+from tests.compaction.plan_checks import digest_indices
 
 MODEL = "deepseek-v4-flash"
 SPOTTER = "claude-code-spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl"
@@ -56,7 +55,7 @@ def test_an_imported_compaction_is_kept_by_a_later_fold(fmt: str, source: str, w
     assert not text.lstrip().startswith(planning.DIGEST_OPEN)  # the source's own words, no tag
     assert [s.surface_seqs()[i] for i in digest_indices(s)] == [digest_seq]
 
-    c = Compactor(s, _NoSummary(), Options(context_window=window))  # type: ignore[arg-type]
+    c = Compactor(s, _NoSummary(), Options(context_window=window).compaction())  # type: ignore[arg-type]
     result = asyncio.run(c.compact("manual", force=True))
     assert result is not None and result.folded > 0
     assert digest_seq not in result.folded_seqs
@@ -76,7 +75,7 @@ def test_user_text_with_the_digest_tag_is_an_ordinary_message() -> None:
     s.add({"role": "user", "content": "next"})
     assert digest_indices(s) == []
     summarizer = Scripted([{"content": "## Goal\n- go"}])
-    c = Compactor(s, Scripted([]), Options(context_window=4_000, summary_provider=summarizer))
+    c = Compactor(s, Scripted([]), Options(context_window=4_000, summary_provider=summarizer).compaction())
     result = asyncio.run(c.compact("manual", force=True))
     assert result is not None
     assert typed in result.folded_seqs  # folded like any other large message

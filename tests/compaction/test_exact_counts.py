@@ -8,8 +8,8 @@ from typing import Any
 
 from foldlog import Options, Session
 from foldlog.compaction import Compactor
+from foldlog.log.tokens import Tokenizer
 from foldlog.providers import Scripted
-from foldlog.tokens import Tokenizer
 
 MODEL = "deepseek-v4-flash"
 TOOLS = [{"type": "function", "function": {"name": "fetch", "parameters": {"type": "object"}}}]
@@ -42,7 +42,7 @@ def history(n: int) -> Session:
 def compactor(s: Session, window: int, summaries: list[Any]) -> tuple[Compactor, Scripted]:
     summarizer = Scripted(summaries, model=MODEL)
     opts = Options(context_window=window, summary_provider=summarizer, tail_tokens=500, prune_min_bytes=10**9)
-    return Compactor(s, Scripted([], model=MODEL), opts), summarizer
+    return Compactor(s, Scripted([], model=MODEL), opts.compaction()), summarizer
 
 
 def test_counts_and_the_local_total_are_the_sessions_exact_ones() -> None:
@@ -72,7 +72,6 @@ def test_without_usage_the_running_total_decides() -> None:
 
 
 def test_the_plan_is_the_cores_plan_of_the_sessions_counts() -> None:
-    from foldlog import planning
 
     s = history(12)
     c, _ = compactor(s, 4_000, [])
@@ -81,7 +80,7 @@ def test_the_plan_is_the_cores_plan_of_the_sessions_counts() -> None:
     core = s.plan_history(MODEL)
     assert preview.history.columns() == core.columns()
     assert preview.history.tokens() == s.token_counts(MODEL)
-    expected = core.plan(**planning.plan_kwargs(c._plan_options(), force=False))
+    expected = core.plan(**c.settings.plan_kwargs(force=False))
     plan = preview.plan
     assert (plan.head, plan.tail_start, plan.fold, plan.should_fold) == (
         expected.head,

@@ -14,9 +14,8 @@ from foldlog import Options, Session, _core
 from foldlog._core import PlanHistory
 from foldlog.compaction import Compactor
 from foldlog.providers.base import Done
-
-from .corpus_histories import all_histories, corpus_dir, imported_sessions
-from .plan_checks import ESTIMATE_MODEL, check_plan, digest_indices
+from tests.compaction.corpus_histories import all_histories, corpus_dir, imported_sessions
+from tests.compaction.plan_checks import ESTIMATE_MODEL, check_plan, digest_indices
 
 pytestmark = pytest.mark.skipif(not corpus_dir().is_dir(), reason="../shared/corpus is not available")
 
@@ -48,7 +47,7 @@ def test_plans_over_real_histories_keep_the_invariants(
     folds = 0
     for _name, messages, history, digests in sessions:
         for force in (False, True):
-            settings = {"context_window": window, "keep_policy": policy, "force": force}
+            settings: dict[str, Any] = {"context_window": window, "keep_policy": policy, "force": force}
             plan = history.plan(**settings)
             check_plan(messages, plan, settings, digests)
             assert repr(history.plan(**settings)) == repr(plan)  # deterministic
@@ -77,7 +76,7 @@ async def _grow_and_fold(msgs: list[dict[str, Any]], window: int) -> tuple[int, 
     """Replays a session message by message through a Compactor, folding whenever the session's
     count passes 80% (forced past 90%); every fold does what its preview said."""
     s = Session()
-    c = Compactor(s, _NoSummary(window), Options(context_window=window, prune_min_bytes=10**9))  # type: ignore[arg-type]
+    c = Compactor(s, _NoSummary(window), Options(context_window=window, prune_min_bytes=10**9).compaction())  # type: ignore[arg-type]
     digests: list[str] = []
     folds = 0
     for m in msgs:

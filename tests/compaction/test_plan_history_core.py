@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 
 from foldlog import Session, _core
-from test_wire_body import CORPUS, corpus_session, fold_middle
-
-from .plan_checks import ESTIMATE_MODEL, check_plan, digest_indices
+from tests.compaction.plan_checks import ESTIMATE_MODEL, check_plan, digest_indices
+from tests.log.test_wire_body import CORPUS, corpus_session, fold_middle
 
 MODEL = "deepseek-v4-flash"
 SETTINGS: dict[str, Any] = {"context_window": 20_000, "tail_tokens": 4_000}

@@ -6,10 +6,11 @@ from typing import Any
 
 import pytest
 
-from foldlog import CompactionError, Session, _core, planning
-from foldlog.tokens import Tokenizer
-
-from .plan_checks import ESTIMATE_MODEL, history_with_tokens, session_of
+from foldlog import CompactionError, Session, _core
+from foldlog.compaction import planning
+from foldlog.log.text import message_text
+from foldlog.log.tokens import Tokenizer
+from tests.compaction.plan_checks import ESTIMATE_MODEL, history_with_tokens, session_of
 
 
 def call(cid: str, name: str = "bash") -> dict[str, Any]:
@@ -42,11 +43,11 @@ def test_flags_read_by_the_core() -> None:
     flags = _flags(s)
     assert flags == [0, *[marked] * 5, 0, marked, 0, error, error, 0, elided]
     assert not any(f & digest for f in flags)  # a digest is known from the log only
-    assert planning.message_text(s.derive_messages()[7]) == "[keep] a\nb"
+    assert message_text(s.derive_messages()[7]) == "[keep] a\nb"
 
 
 def test_build_history_links_results_to_their_calls() -> None:
-    msgs = [
+    msgs: list[dict[str, Any]] = [
         {"role": "system", "content": "s"},
         {"role": "user", "content": "go"},
         {"role": "assistant", "content": "", "tool_calls": [call("a"), call("b")]},
@@ -73,7 +74,7 @@ def test_build_history_links_results_to_their_calls() -> None:
 
 def test_elided_results_are_not_pruned_again() -> None:
     elided = f"{planning.ELIDED_PREFIX}bash, 9000 bytes dropped to save context; re-run the tool if needed]"
-    msgs = [
+    msgs: list[dict[str, Any]] = [
         {"role": "user", "content": "go"},
         {"role": "assistant", "content": "", "tool_calls": [call("a")]},
         {"role": "tool", "tool_call_id": "a", "content": elided + " " * 2000},
@@ -139,7 +140,7 @@ def _two() -> _core.PlanHistory:
 
 
 def test_estimating_models_plan_on_the_cores_estimate() -> None:
-    msgs = [
+    msgs: list[dict[str, Any]] = [
         {"role": "system", "content": "s"},
         {"role": "user", "content": "x" * 400},
         {"role": "assistant", "content": "", "tool_calls": [call("a", "read_file")]},

@@ -12,14 +12,13 @@ from typing import Any
 
 import pytest
 
-from cli.cli_testlib import FakeOpenAI
 from foldlog import Options, Session
 from foldlog.cli.main import main
 from foldlog.compaction import Compactor
 from foldlog.providers import Scripted
 from foldlog.providers.base import Done
-
-from .corpus_histories import corpus_dir
+from tests.cli.cli_testlib import FakeOpenAI
+from tests.compaction.corpus_histories import corpus_dir
 
 SPOTTER = "claude-code-spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl"  # the README's example
 SPOTTER_2 = "claude-code-spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
@@ -113,7 +112,14 @@ def test_dry_run_shows_what_the_summarised_run_folds(
     log = _imported(tmp_path, monkeypatch, capsys, "claude-code", SPOTTER)
     server = FakeOpenAI([{"content": "## Goal\n- find the spotter bug"}])
     try:
-        args = ("compact", str(log), "--provider", "openai-compatible", "--base-url", server.base_url)
+        args: tuple[str, ...] = (
+            "compact",
+            str(log),
+            "--provider",
+            "openai-compatible",
+            "--base-url",
+            server.base_url,
+        )
         args += ("--model", "fake-1", "--context-window", "32000")
         dry = _cli(tmp_path, monkeypatch, capsys, *args, "--dry-run")
         assert not server.requests  # a preview calls no model
@@ -153,7 +159,7 @@ def test_compactor_plan_is_the_fold(fmt: str, source: str, model: str, summarise
         s = _session(fmt, source)
         s.model = model
         summarizer = Scripted([{"content": "## Goal\n- resume"}]) if summarised else _NoSummary()
-        c = Compactor(s, summarizer, Options(context_window=window))  # type: ignore[arg-type]
+        c = Compactor(s, summarizer, Options(context_window=window).compaction())  # type: ignore[arg-type]
         preview = c.plan(force=True)
         assert preview.messages == len(s.derive_messages())
         result = asyncio.run(c.compact("manual", force=True))

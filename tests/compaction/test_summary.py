@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from foldlog import planning
-from foldlog.providers import Scripted
-from foldlog.summary import (
+from foldlog.compaction import planning
+from foldlog.compaction.summary import (
     FOCUS_LINE,
     cap_transcript,
     digest_content,
@@ -16,6 +15,7 @@ from foldlog.summary import (
     summary_request,
     transcript_entries,
 )
+from foldlog.providers import Scripted
 
 
 def test_transcript_has_argument_keys_only_and_no_reasoning() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-from local_model import require_local
+from tests.providers.local_model import require_local
 
 from foldlog import Agent, Options, Session, tool
 from foldlog.cli.agent_setup import SYSTEM_PROMPT, make_tools
@@ -21,7 +21,7 @@ from foldlog.providers.gemma_chat import to_turns
 from foldlog.tools.registry import ToolRegistry
 from foldlog.tools.runner import REPEAT_REFUSAL
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.local_model]
 
 
 @pytest.fixture(scope="module")

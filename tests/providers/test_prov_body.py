@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import asyncio
 
-from prov_loopback import Loopback, chunk_obj, sse, sse_lines, status
-
 from foldlog import Agent, Session
+from foldlog.log.wire import CHUNK_SIZE, ChunkedBody
 from foldlog.providers import DeepSeek, Request, RetryPolicy, collect
-from foldlog.wire import CHUNK_SIZE, ChunkedBody
+from tests.providers.prov_loopback import Loopback, chunk_obj, sse, sse_lines, status
 
 FAST = RetryPolicy(base_delay=0.01, max_delay=0.05)
 GOOD = sse_lines(

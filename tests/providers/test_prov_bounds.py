@@ -12,13 +12,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from prov_loopback import Handler, Loopback, Received, chunk_obj, sse, sse_lines, status
 
 from foldlog import Agent, Options, Session, tool
 from foldlog.errors import ProviderTimeout, StreamInterrupted, StreamProtocolError
 from foldlog.providers import OpenAICompatible, Request, RetryPolicy, collect
 from foldlog.providers.assemble import ChatStreamAssembler
 from foldlog.providers.sse import MAX_LINE_BYTES, MAX_NOISE_BYTES, SSEDecoder, SSEEvent
+from tests.providers.prov_loopback import Handler, Loopback, Received, chunk_obj, sse, sse_lines, status
 
 FAST = RetryPolicy(base_delay=0.01, max_delay=0.05, max_replays=1)
 REQ = Request(messages=[{"role": "user", "content": "hi"}])

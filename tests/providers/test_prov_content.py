@@ -10,12 +10,12 @@ import json
 from typing import Any
 
 import pytest
-from prov_loopback import Loopback, chunk_obj, sse, sse_lines
 
 from foldlog import Agent, Options, Session, UnsupportedContentError, tool
 from foldlog.providers import DeepSeek, OpenAI, OpenAICompatible, Request, RetryPolicy, collect
 from foldlog.providers.content import TEXT_ONLY, ContentScan, non_text_blocks
 from foldlog.providers.local import LocalLlama
+from tests.providers.prov_loopback import Loopback, chunk_obj, sse, sse_lines
 
 FAST = RetryPolicy(base_delay=0.01, max_delay=0.05)
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prov_loopback import Loopback, corpus, sse
 
 from foldlog.errors import APIError
 from foldlog.providers import OpenAICompatible, Request, collect
 from foldlog.providers.collect import Completion
+from tests.providers.prov_loopback import Loopback, corpus, sse
 
 LANGCHAINGO = corpus("langchaingo-httprr")
 PYDANTIC = corpus("pydantic-ai-cassettes", "extracted")
@@ -38,7 +38,8 @@ def _wire(path: Path) -> bytes:
 
 def _oracle(payload: bytes) -> dict[str, Any]:
     """What the stream says, read the plain way (whole payload, no streaming) to compare against."""
-    text, reasoning, calls, usage, finish = [], [], {}, None, None
+    text, reasoning, usage, finish = [], [], None, None
+    calls: dict[Any, Any] = {}
     for block in payload.decode().split("\n\n"):
         data = [ln[6:] for ln in block.split("\n") if ln.startswith("data: ")]
         if not data or data[0] == "[DONE]":

@@ -7,11 +7,11 @@ import json
 from typing import Any
 
 import pytest
-from prov_loopback import Loopback, corpus, sse, sse_lines, status
 
 from foldlog.errors import AuthError
 from foldlog.providers import DeepSeek, OpenAI, Request, Usage, collect
 from foldlog.providers.pricing import Price
+from tests.providers.prov_loopback import Loopback, corpus, sse, sse_lines, status
 
 PYDANTIC = corpus("pydantic-ai-cassettes", "extracted")
 THINKING_LOOP = "test_deepseek_deferred_capability_with_thinking__{:02d}.{}.json"
@@ -58,7 +58,7 @@ def test_thinking_loop_response_parses_parallel_calls_and_cache_usage() -> None:
 
 
 def test_reasoning_content_stripped_from_other_assistant_turns_and_when_thinking_is_off() -> None:
-    history = [
+    history: list[dict[str, Any]] = [
         {"role": "user", "content": "q"},
         {"role": "assistant", "content": "a", "reasoning_content": "r1"},
         {

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from prov_loopback import Handler, Loopback, chunk_obj, sse, sse_lines, status
 
 from foldlog.errors import APIError, AuthError, ProviderError, ProviderTimeout, StreamInterrupted
 from foldlog.providers import Chunk, OpenAICompatible, Request, RetryPolicy, collect
 from foldlog.providers.collect import Completion
+from tests.providers.prov_loopback import Handler, Loopback, chunk_obj, sse, sse_lines, status
 
 FAST = RetryPolicy(base_delay=0.01, max_delay=0.05)
 KEY = "sk-very-secret-key-123456"

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from local_model import require_local, require_server
+from tests.providers.local_model import require_local, require_server
 
 from foldlog.errors import ProviderError
 from foldlog.providers import LlamaServer, LocalLlama, OpenAICompatible, Request
@@ -57,6 +57,7 @@ WEATHER_EXAMPLE = (
 
 
 @pytest.mark.slow
+@pytest.mark.local_model
 def test_local_model_streams_a_tool_call() -> None:
     _require_local()
 
@@ -107,6 +108,7 @@ def test_local_model_streams_a_tool_call() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.local_model
 def test_the_server_streams_to_the_openai_compatible_provider() -> None:
     """llama-cpp-python's server is the real peer of the OpenAI-compatible code (SSE, usage)."""
     require_server()
@@ -129,6 +131,7 @@ def test_the_server_streams_to_the_openai_compatible_provider() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.local_model
 def test_server_start_failure_reports_its_output(tmp_path: Path) -> None:
     require_server()
     bogus = tmp_path / "not-a-model.gguf"
@@ -142,6 +145,7 @@ def test_server_start_failure_reports_its_output(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.local_model
 def test_a_server_that_dies_says_how() -> None:
     require_server()
 
@@ -166,6 +170,7 @@ def test_missing_extra_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) ->
         asyncio.run(provider.start())
 
 
+@pytest.mark.local_model
 def test_model_is_assembled_once_into_the_cache_atomically(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -177,7 +182,7 @@ def test_model_is_assembled_once_into_the_cache_atomically(
 
     def spy(path: Path, overwrite: bool = False) -> Path:
         calls.append(Path(path))
-        return real(path, overwrite=overwrite)
+        return Path(real(path, overwrite=overwrite))
 
     monkeypatch.setattr(gguf, "assemble", spy)
     monkeypatch.setenv("FOLDLOG_CACHE_DIR", str(tmp_path))

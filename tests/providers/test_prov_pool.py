@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from prov_loopback import Loopback, Received, chunk_obj, sse_lines
 
 from foldlog.providers import OpenAICompatible, Request, collect
+from tests.providers.prov_loopback import Loopback, Received, chunk_obj, sse_lines
 
 GOOD = sse_lines(
     [

@@ -1,8 +1,7 @@
 from __future__ import annotations
 
-from prov_loopback import corpus
-
 from foldlog.providers.sse import SSEDecoder, SSEEvent
+from tests.providers.prov_loopback import corpus
 
 
 def _decode(pieces: list[bytes]) -> list[SSEEvent]:

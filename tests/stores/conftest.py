@@ -107,10 +107,6 @@ def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]
         dsn = request.getfixturevalue("pg_dsn")
         _truncate(dsn)
         return {"kind": "postgres", "dsn": dsn}
-    try:
-        import foldlog.stores.file  # noqa: F401
-    except ImportError:
-        pytest.skip("FileStore has not landed on this branch yet")
     root = tmp_path / "sessions"
     root.mkdir()
     return {"kind": "file", "root": str(root)}

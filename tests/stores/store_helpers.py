@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-WORKER = Path(__file__).with_name("store_worker.py")
+WORKER = "tests.stores.store_worker"  # run as a module from the repository root
 
 
 def start_worker(spec: dict[str, Any], command: str, **args: Any) -> subprocess.Popen[str]:
     """Run ``store_worker.py`` in a new process; it talks JSON lines on stdout/stdin."""
     return subprocess.Popen(
-        [sys.executable, str(WORKER), json.dumps(spec), command, json.dumps(args)],
+        [sys.executable, "-m", WORKER, json.dumps(spec), command, json.dumps(args)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -94,7 +94,7 @@ def load_with_reader(data: bytes, tmp: Path) -> tuple[int, int]:
     """Load the log as foldlog does (``Session.load`` once it is there, else the Rust core reader
     behind it), check it needs no repair, and return (events, derived messages)."""
     try:
-        from foldlog.session import Session
+        from foldlog.log.session import Session
     except ImportError:
         from foldlog import _core
 

@@ -1,6 +1,6 @@
 """A separate process that uses a session store, driven by the store tests.
 
-    python store_worker.py SPEC_JSON COMMAND ARGS_JSON
+    python -m tests.stores.store_worker SPEC_JSON COMMAND ARGS_JSON    (from the repository root)
 
 Talks JSON lines: answers on stdout, waits for lines on stdin where a command says so.
 Commands:
@@ -19,14 +19,10 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from store_logdata import header_line, parse_log, step_batch
-
 from foldlog.errors import SessionLockedError
+from tests.stores.store_logdata import header_line, parse_log, step_batch
 
 
 def say(**msg: Any) -> None:

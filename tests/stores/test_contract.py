@@ -10,17 +10,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from store_helpers import read_message, start_worker
-from store_logdata import header, header_line, line, load_with_reader, parse_log, step_batch
 
 from foldlog.errors import InvalidEventError, SessionLockedError, StorageError
 from foldlog.stores.base import SessionInfo, SessionStore, StoreWriter
+from tests.stores.store_helpers import read_message, start_worker
+from tests.stores.store_logdata import header, header_line, line, load_with_reader, parse_log, step_batch
 
 
 def _info(store: Any, session_id: str) -> SessionInfo:
     found = [s for s in store.list_sessions() if s.id == session_id]
     assert len(found) == 1, f"list_sessions should hold {session_id} once: {found}"
-    return found[0]
+    info: SessionInfo = found[0]
+    return info
 
 
 def test_store_and_writer_satisfy_the_protocols(store: Any) -> None:

@@ -14,12 +14,12 @@ from typing import Any
 
 import psycopg
 import pytest
-from store_helpers import REPO, read_message, start_worker
-from store_logdata import header, header_line, line, load_with_reader, parse_log, step_batch
 
 from foldlog.errors import InvalidEventError, SessionLockedError, StorageError
 from foldlog.stores import postgres as pg
 from foldlog.stores.postgres import SCHEMA_VERSION, PostgresStore, init_db, migrations, schema_version
+from tests.stores.store_helpers import REPO, read_message, start_worker
+from tests.stores.store_logdata import header, header_line, line, load_with_reader, parse_log, step_batch
 
 
 @pytest.fixture
@@ -351,8 +351,8 @@ def test_a_missing_event_row_is_reported_not_skipped(pstore: PostgresStore, pg_d
 
 
 def test_a_session_opened_on_postgres_persists_and_resumes(pstore: PostgresStore) -> None:
-    session_mod = pytest.importorskip("foldlog.session", reason="Session lands on main from the lead")
-    Session = session_mod.Session
+    from foldlog import Session
+
     with Session.open(pstore, "e2e", system="You are terse.") as s:
         s.add({"role": "user", "content": "hi"})
         s.append_event("turn/start", {"turn": 1})

@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from foldlog.cli.config import Config
-from foldlog.cli.main import UsageError
+from foldlog.cli.exits import UsageError
 
 if TYPE_CHECKING:
+    from foldlog.agent.options import Options
+    from foldlog.log.session import Session
     from foldlog.providers.base import Provider
-    from foldlog.session import Session
 
 DEFAULT_MODELS = {"deepseek": "deepseek-v4-flash", "openai": "gpt-4o-mini"}
 
@@ -74,7 +75,7 @@ def workspace_of(cfg: Config) -> Path:
 def open_session(cfg: Config, ref: str | None, continue_latest: bool, workspace: Path) -> Session:
     """The session to work in: ``--session`` (path or id), ``--continue`` (latest) or a new one."""
     from foldlog.cli.store import latest, resolve, safe_id
-    from foldlog.session import Session
+    from foldlog.log.session import Session
     from foldlog.stores.file import private_folder
 
     folder = cfg.sessions_dir
@@ -100,14 +101,14 @@ def open_session(cfg: Config, ref: str | None, continue_latest: bool, workspace:
 
 
 def make_tools(workspace: Path, *, bash: bool, write: bool = True) -> list[Any]:
-    from foldlog.tools.builtin import builtin_tools  # type: ignore[import-not-found,unused-ignore]
+    from foldlog.tools.builtin import builtin_tools
 
     tools: list[Any] = builtin_tools(workspace, write=write, bash=bash)
     return tools
 
 
-def make_options(cfg: Config) -> Any:
-    from foldlog.options import Options  # type: ignore[import-not-found,unused-ignore]
+def make_options(cfg: Config) -> Options:
+    from foldlog.agent.options import Options
 
     kwargs: dict[str, Any] = {}
     if cfg.get("max_steps") is not None:

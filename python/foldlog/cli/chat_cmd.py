@@ -17,10 +17,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from foldlog.cli.common import config_from_args, console, human_size, surface_tokens
+from foldlog.cli.common import add_agent_options, config_from_args, console, human_size, surface_tokens
 from foldlog.cli.config import Config
+from foldlog.cli.exits import EXIT_OK
 from foldlog.cli.live import LiveSink
-from foldlog.cli.main import EXIT_OK
 
 HELP = [
     ("/compact [focus]", "fold older history into a summary now (optionally saying what to keep)"),
@@ -119,6 +119,8 @@ class Chat:
         self.cfg = cfg
         self.out = console(markup=False)  # paths, previews and help text hold brackets
         self.provider: Any = None
+        #: the model the chat talks to (``/model`` changes it; every session attached uses it)
+        self.model: str | None = None
         self.sink = LiveSink(
             show_reasoning=bool(cfg.get("show_reasoning")),
             requests_sent=lambda: getattr(self.provider, "requests_sent", None),
@@ -130,22 +132,18 @@ class Chat:
     # --- session lifecycle -------------------------------------------------------------------
 
     def _attach(self, session: Any) -> None:
-        from foldlog.agent import Agent  # type: ignore[import-not-found,unused-ignore]
+        from foldlog.agent import Agent
         from foldlog.cli.agent_setup import make_options, make_tools, workspace_of
 
         if self.session is not None:
             self.session.close()
         self.session = session
         workspace = workspace_of(self.cfg)
+        options = make_options(self.cfg)
+        options.model = self.model
         self.agent = Agent(
-            self.provider,
-            make_tools(workspace, bash=self.args.bash),
-            session,
-            make_options(self.cfg),
-            self.sink,
+            self.provider, make_tools(workspace, bash=self.args.bash), session, options, self.sink
         )
-        if self.provider is not None and getattr(self.provider, "model", None):
-            self.agent.options.model = self.provider.model
         turns = sum(1 for ev in session.events if ev["type"] == "turn/start")
         self.out.print(f"session {session.id} · {turns} turn(s) · {session.path}", style="dim")
 
@@ -155,8 +153,8 @@ class Chat:
         self._attach(open_session(self.cfg, ref, continue_latest, workspace_of(self.cfg)))
 
     def window(self) -> int | None:
-        opts = self.agent.options if self.agent is not None else None
-        return (opts.context_window if opts else None) or getattr(self.provider, "context_window", None)
+        window: int | None = self.agent.window if self.agent is not None else self.provider.context_window
+        return window
 
     # --- commands ----------------------------------------------------------------------------
 
@@ -195,7 +193,7 @@ class Chat:
         turns = sum(1 for ev in s.events if ev["type"] == "turn/start")
         surface = s.derive_messages()
         self.out.print(f"session  {s.id}  ({s.path})")
-        self.out.print(f"model    {getattr(self.provider, 'model', '?')} via {self.cfg.get('provider')}")
+        self.out.print(f"model    {self.model or '?'} via {self.cfg.get('provider')}")
         self.out.print(
             f"log      {len(s.events)} events, {turns} turn(s), {len(surface)} messages on the surface"
         )
@@ -206,7 +204,7 @@ class Chat:
 
         self.out.print(self.sink.usage_line(currency_of(self.provider)))
         last = self.sink.totals.last_prompt_tokens
-        count, how = surface_tokens(self.session.derive_messages(), getattr(self.provider, "model", None))
+        count, how = surface_tokens(self.session.derive_messages(), self.model)
         self.out.print(f"last request: {last} prompt tokens; the surface now: {count} tokens ({how})")
 
     async def c_new(self, _: str) -> None:
@@ -220,7 +218,7 @@ class Chat:
             if not others:
                 self.out.print("no other session to resume")
                 return
-            ref = str(others[0].path)
+            ref = others[0].path or others[0].id
         try:
             self._open(ref, False)
         except FileNotFoundError as exc:
@@ -232,25 +230,22 @@ class Chat:
         for info in list_sessions(self.cfg.sessions_dir)[:10]:
             mark = "*" if info.id == self.session.id else " "
             self.out.print(
-                f"{mark} {info.id}  {info.turns} turn(s)  {human_size(info.size)}  {info.preview}",
+                f"{mark} {info.id}  {info.turns} turn(s)  {human_size(info.size)}  {info.preview or ''}",
                 markup=False,
             )
 
     async def c_model(self, name: str) -> None:
         if not name:
-            self.out.print(f"model: {getattr(self.provider, 'model', '?')}")
+            self.out.print(f"model: {self.model or '?'}")
             return
-        self.provider.model = name
-        self.agent.options.model = name
+        self.model = name
+        self.provider.model = name  # its prices follow the model
+        self.agent.model = name  # the requests, and the session's token counts
         self.out.print(f"model set to {name}")
 
     async def c_compact(self, focus: str) -> None:
         before = len(self.session.derive_messages())
-        try:
-            await self.agent.compact(focus or None)
-        except NotImplementedError as exc:
-            self.out.print(str(exc), style="red")
-            return
+        await self.agent.compact(focus or None)
         after = len(self.session.derive_messages())
         self.out.print(f"compacted: {before} → {after} messages on the surface")
 
@@ -291,6 +286,7 @@ class Chat:
         from foldlog.cli.agent_setup import make_provider
 
         self.provider = make_provider(self.cfg)
+        self.model = self.cfg.get("model") or self.provider.model
         try:
             self._open(self.args.session, self.args.continue_latest)
             self.out.print("/help for commands, Ctrl-C cancels a turn, Ctrl-D leaves", style="dim")
@@ -312,6 +308,12 @@ class Chat:
                 self.session.close()
             await self.provider.aclose()
         return EXIT_OK
+
+
+def add_parser(verbs: Any) -> None:
+    chat = verbs.add_parser("chat", help="interactive chat with slash commands (/help)")
+    add_agent_options(chat)
+    chat.set_defaults(func=cmd_chat)
 
 
 def cmd_chat(args: argparse.Namespace) -> int:

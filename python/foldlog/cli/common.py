@@ -11,6 +11,35 @@ from foldlog.cli.config import Config, load_config
 if TYPE_CHECKING:
     from rich.console import Console
 
+PROVIDERS = ("local", "deepseek", "openai", "openai-compatible")
+
+
+def add_agent_options(p: argparse.ArgumentParser) -> None:
+    """The options of the verbs that run an agent (``run``, ``chat``)."""
+    p.add_argument(
+        "--provider", choices=PROVIDERS, help="model provider (default from foldlog.toml, else local)"
+    )
+    p.add_argument("--model", help="model name")
+    p.add_argument("--base-url", help="API base URL (openai-compatible servers)")
+    p.add_argument("--session", metavar="PATH|ID", help="continue this session (a log path or an id)")
+    p.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_latest",
+        action="store_true",
+        help="continue the most recent session",
+    )
+    p.add_argument("--max-steps", type=int, help="step budget per turn")
+    p.add_argument("--context-window", type=int, help="context window in tokens (overrides the provider's)")
+    p.add_argument("--workspace", metavar="DIR", help="folder the file tools are rooted in (default: .)")
+    p.add_argument("--bash", action="store_true", help="enable the bash tool (off by default)")
+    p.add_argument(
+        "--force-tool",
+        metavar="NAME",
+        help="the first step of each turn must call this tool (small local models need the nudge)",
+    )
+    p.add_argument("--show-reasoning", action="store_true", help="print the model's reasoning")
+
 
 def config_from_args(args: argparse.Namespace) -> Config:
     flags: dict[str, Any] = {"home": getattr(args, "home", None)}
@@ -55,7 +84,7 @@ def human_size(n: int) -> str:
 def surface_tokens(messages: Any, model: str | None) -> tuple[int, str]:
     """Prompt tokens ``messages`` cost for ``model`` and how they were counted (tokenizer name)."""
     from foldlog.errors import FoldlogError
-    from foldlog.tokens import DEFAULT_MODEL, Tokenizer
+    from foldlog.log.tokens import DEFAULT_MODEL, Tokenizer
 
     try:
         tokenizer = Tokenizer.for_model(model or DEFAULT_MODEL)

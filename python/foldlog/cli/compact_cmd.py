@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from foldlog.cli.common import config_from_args, session_path
+from foldlog.cli.common import PROVIDERS, config_from_args, session_path
+from foldlog.cli.exits import EXIT_OK
 from foldlog.cli.live import LiveSink
-from foldlog.cli.main import EXIT_OK
+
+if TYPE_CHECKING:
+    from foldlog.agent.options import Options
+    from foldlog.compaction import Compactor
 
 # the window assumed when --mechanical is given without --context-window (no provider to ask)
 MECHANICAL_WINDOW = 128_000
@@ -45,20 +48,22 @@ class _NoSummary:
         return None
 
 
-def _compactor(session: Any, provider: Any, options: Any, sink: Any, mechanical: bool) -> Any:
-    """The compactor both the dry run and the run use. Under ``--mechanical`` no model is asked,
-    so tokens are counted with ``--model``'s tokenizer, else foldlog's default model's."""
+def _compactor(session: Any, provider: Any, options: Options, sink: Any, mechanical: bool) -> Compactor:
+    """The compactor both the dry run and the run use, with the window resolved once (the
+    options', else the provider's). Tokens are counted with the model's tokenizer; under
+    ``--mechanical`` no model is asked, so with ``--model``'s, else foldlog's default model's."""
     from foldlog.compaction import Compactor
-    from foldlog.tokens import DEFAULT_MODEL
+    from foldlog.log.tokens import DEFAULT_MODEL
 
-    if mechanical and session.model is None:
-        session.model = options.model or DEFAULT_MODEL
-    return Compactor(session, provider, options, sink)
+    if session.model is None:
+        session.model = options.model or (DEFAULT_MODEL if mechanical else provider.model)
+    settings = options.compaction(options.context_window or provider.context_window)
+    return Compactor(session, provider, settings, sink)
 
 
 async def _compact(args: argparse.Namespace) -> int:
     from foldlog.cli.agent_setup import make_options, make_provider
-    from foldlog.session import Session
+    from foldlog.log.session import Session
 
     cfg = config_from_args(args)
     path = session_path(args.path, cfg)
@@ -69,8 +74,6 @@ async def _compact(args: argparse.Namespace) -> int:
         provider = _NoSummary(options.context_window or MECHANICAL_WINDOW)
     else:
         provider = make_provider(cfg)
-    if options.context_window is None and getattr(provider, "context_window", None):
-        options = dataclasses.replace(options, context_window=provider.context_window)
     try:
         if args.dry_run:
             session = Session.load(path)
@@ -99,6 +102,21 @@ async def _compact(args: argparse.Namespace) -> int:
         f"{before} → {after} messages on the surface"
     )
     return EXIT_OK
+
+
+def add_parser(verbs: Any) -> None:
+    compact = verbs.add_parser("compact", help="fold a session's history into a summary now")
+    compact.add_argument("path", metavar="PATH|ID")
+    compact.add_argument("--focus", metavar="TEXT", help="what the summary should keep")
+    compact.add_argument("--provider", choices=PROVIDERS)
+    compact.add_argument("--model")
+    compact.add_argument("--base-url")
+    compact.add_argument("--context-window", type=int)
+    compact.add_argument(
+        "--mechanical", action="store_true", help="no summary call: fold with a plain notice"
+    )
+    compact.add_argument("--dry-run", action="store_true", help="show the plan, write nothing")
+    compact.set_defaults(func=cmd_compact)
 
 
 def cmd_compact(args: argparse.Namespace) -> int:

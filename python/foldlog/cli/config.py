@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from foldlog.errors import ConfigError as ConfigError  # the CLI's file errors (re-exported)
+
 CONFIG_NAME = "foldlog.toml"
 _PATH_KEYS = {"home", "sessions_dir", "workspace"}
 _KNOWN = {
@@ -40,10 +42,6 @@ _KNOWN = {
     "workspace",
     "show_reasoning",
 }
-
-
-class ConfigError(ValueError):
-    """A configuration file that cannot be used (names the file)."""
 
 
 def _platform_dir(kind: str) -> Path:

@@ -10,8 +10,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
+
+from foldlog.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 
 #: environment variables read (in this order) when ``--dsn`` is not given
 DSN_ENV_VARS = ("FOLDLOG_DATABASE_URL", "DATABASE_URL")
@@ -44,45 +46,50 @@ def _dsn(args: argparse.Namespace) -> str | None:
     return None
 
 
-def run_init(args: argparse.Namespace) -> int:
-    """``foldlog db init``: 0 done, 1 database error, 2 no DSN."""
+def _on_database(args: argparse.Namespace, action: str, body: Callable[[str], int]) -> int:
+    """Run ``body(dsn)`` (which reports and returns the exit code); 2 when no DSN is given, 1 when
+    the database fails."""
     from foldlog.errors import StorageError
-    from foldlog.stores.postgres import SCHEMA_VERSION, init_db
 
     dsn = _dsn(args)
     if dsn is None:
-        return 2
+        return EXIT_USAGE
     try:
-        applied = init_db(dsn)
+        return body(dsn)
     except StorageError as exc:
-        print(f"foldlog db init: {exc}", file=sys.stderr)
-        return 1
-    if applied:
-        print(f"applied {', '.join(applied)}: schema version {SCHEMA_VERSION}")
-    else:
-        print(f"up to date: schema version {SCHEMA_VERSION}")
-    return 0
+        print(f"foldlog db {action}: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def run_init(args: argparse.Namespace) -> int:
+    """``foldlog db init``: 0 done, 1 database error, 2 no DSN."""
+    from foldlog.stores.postgres import SCHEMA_VERSION, init_db
+
+    def init(dsn: str) -> int:
+        applied = init_db(dsn)
+        if applied:
+            print(f"applied {', '.join(applied)}: schema version {SCHEMA_VERSION}")
+        else:
+            print(f"up to date: schema version {SCHEMA_VERSION}")
+        return EXIT_OK
+
+    return _on_database(args, "init", init)
 
 
 def run_status(args: argparse.Namespace) -> int:
     """``foldlog db status``: 0 up to date, 1 not initialised / other version / error, 2 no DSN."""
-    from foldlog.errors import StorageError
     from foldlog.stores.postgres import SCHEMA_VERSION, schema_version
 
-    dsn = _dsn(args)
-    if dsn is None:
-        return 2
-    try:
+    def status(dsn: str) -> int:
         found = schema_version(dsn)
-    except StorageError as exc:
-        print(f"foldlog db status: {exc}", file=sys.stderr)
-        return 1
-    if found == 0:
-        print("not initialised: run `foldlog db init`")
-        return 1
-    state = "up to date" if found == SCHEMA_VERSION else f"this foldlog expects {SCHEMA_VERSION}"
-    print(f"schema version {found} ({state})")
-    return 0 if found == SCHEMA_VERSION else 1
+        if found == 0:
+            print("not initialised: run `foldlog db init`")
+            return EXIT_ERROR
+        state = "up to date" if found == SCHEMA_VERSION else f"this foldlog expects {SCHEMA_VERSION}"
+        print(f"schema version {found} ({state})")
+        return EXIT_OK if found == SCHEMA_VERSION else EXIT_ERROR
+
+    return _on_database(args, "status", status)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

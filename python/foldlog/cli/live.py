@@ -109,7 +109,7 @@ class LiveSink:
             t = self.totals
             self._usage_reports += 1
             t.requests = self.request_count()
-            if getattr(event, "source", "executor") == "executor":
+            if event.source == "executor":
                 t.last_prompt_tokens = event.prompt_tokens
             t.prompt_tokens += event.prompt_tokens
             t.completion_tokens += event.completion_tokens

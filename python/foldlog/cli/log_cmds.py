@@ -8,16 +8,68 @@ import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from foldlog._frozen import thaw
 from foldlog.cli.common import config_from_args, console, session_path, surface_tokens
-from foldlog.cli.main import EXIT_OK, UsageError
+from foldlog.cli.exits import EXIT_OK, UsageError
 from foldlog.cli.render import print_events, print_messages
+from foldlog.log.frozen import thaw
+
+if TYPE_CHECKING:
+    from foldlog.log.session import Session
 
 
-def _load(path: Path) -> Any:
-    from foldlog.session import Session
+def add_parser(verbs: Any) -> None:
+    """``log show|inspect|repair|import|export``."""
+    from foldlog.interchange import FORMATS
+
+    log = verbs.add_parser("log", help="show, inspect, repair, import and export session logs")
+    log_verbs = log.add_subparsers(dest="log_verb", metavar="ACTION")
+    log_verbs.required = True
+    show = log_verbs.add_parser("show", help="print the conversation a log derives")
+    show.add_argument("path", metavar="PATH|ID")
+    show.add_argument("--full", action="store_true", help="do not shorten long messages")
+    show.add_argument("--events", action="store_true", help="list the raw events instead")
+    show.set_defaults(func=cmd_show)
+    inspect = log_verbs.add_parser("inspect", help="counts and health of a log")
+    inspect.add_argument("path", metavar="PATH|ID")
+    inspect.add_argument("--json", action="store_true", help="print JSON")
+    inspect.add_argument(
+        "--model", help="count the surface's tokens with this model's tokenizer (default: deepseek-v4-flash)"
+    )
+    inspect.set_defaults(func=cmd_inspect)
+    repair = log_verbs.add_parser("repair", help="append the events that make a damaged log usable")
+    repair.add_argument("path", metavar="PATH|ID")
+    repair.set_defaults(func=cmd_repair)
+    imp = log_verbs.add_parser("import", help="convert a foreign transcript into a foldlog log")
+    imp.add_argument("--from", dest="source_format", required=True, choices=tuple(FORMATS))
+    imp.add_argument("src", metavar="SRC")
+    imp.add_argument(
+        "-o",
+        "--output",
+        metavar="DST",
+        help="log file to write (a folder when SRC holds several transcripts); default: the sessions folder",
+    )
+    imp.add_argument(
+        "--index", type=int, help="only the N-th transcript of a multi-transcript file (0-based)"
+    )
+    imp.add_argument("--force", action="store_true", help="overwrite existing output files")
+    imp.add_argument("--json", action="store_true", help="print what was written as JSON")
+    imp.set_defaults(func=cmd_import)
+    exp = log_verbs.add_parser("export", help="write a log's derived messages in another format")
+    exp.add_argument("--to", dest="target_format", required=True, choices=("openai",))
+    exp.add_argument("src", metavar="PATH|ID")
+    exp.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    exp.add_argument(
+        "--wire",
+        action="store_true",
+        help="apply the strict send normalizer (exactly what a request would carry)",
+    )
+    exp.set_defaults(func=cmd_export)
+
+
+def _load(path: Path) -> Session:
+    from foldlog.log.session import Session
 
     return Session.load(path)
 
@@ -37,15 +89,15 @@ def cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _report_load(session: Any, path: Path) -> None:
+def _report_load(session: Session, path: Path) -> None:
     """Tell the user (on stderr) what loading had to fix in memory."""
     notes = []
-    torn = getattr(session, "torn_tail", None)
+    torn = session.torn_tail
     if torn:
         notes.append(f"a torn last line (line {torn.get('line')}, {torn.get('bytes')} bytes) was cut off")
-    if getattr(session, "unfinished_compaction", None) is not None:
+    if session.unfinished_compaction is not None:
         notes.append(f"the compaction started at event #{session.unfinished_compaction} never finished")
-    if getattr(session, "normalized_dirty", False):
+    if session.normalized_dirty:
         notes.append(f"the log needs repair (`foldlog log repair {path}` appends the fixes)")
     for note in notes:
         print(f"foldlog: note: {note}", file=sys.stderr)
@@ -118,7 +170,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 def cmd_repair(args: argparse.Namespace) -> int:
     """Open the log for writing: the session appends its load-repair events (and cuts a torn tail)."""
-    from foldlog.session import Session
+    from foldlog.log.session import Session
 
     path = session_path(args.path, config_from_args(args))
     session = Session.open(path)
@@ -148,7 +200,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from foldlog.cli.store import safe_id
     from foldlog.interchange import convert
     from foldlog.interchange.writer import write_conversation
-    from foldlog.session import Session
+    from foldlog.log.session import Session
     from foldlog.stores.file import private_folder
 
     cfg = config_from_args(args)

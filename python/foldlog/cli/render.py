@@ -6,8 +6,9 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from foldlog._frozen import thaw
 from foldlog.cli.common import shorten
+from foldlog.log.frozen import thaw
+from foldlog.log.text import display_text
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -17,12 +18,6 @@ TOOL_LIMIT = 1200
 ARGS_LIMIT = 300
 
 _STYLE = {"system": "magenta", "user": "green", "assistant": "cyan", "tool": "yellow"}
-
-
-def content_text(content: Any) -> str:
-    from foldlog.interchange.events import text_of
-
-    return text_of(content)
 
 
 def call_line(name: str, arguments: str, limit: int = ARGS_LIMIT) -> str:
@@ -46,7 +41,7 @@ def print_messages(messages: Iterable[Mapping[str, Any]], out: Console, *, full:
         reasoning = msg.get("reasoning_content")
         if reasoning:
             out.print(f"[dim italic]{escape(shorten(str(reasoning), 0 if full else MESSAGE_LIMIT))}[/]")
-        text = content_text(msg.get("content"))
+        text = display_text(msg.get("content"))
         limit = 0 if full else (TOOL_LIMIT if role == "tool" else MESSAGE_LIMIT)
         if text:
             out.print(escape(shorten(text, limit)))

@@ -9,9 +9,17 @@ import signal
 import sys
 from typing import Any
 
-from foldlog.cli.common import config_from_args
+from foldlog.cli.common import add_agent_options, config_from_args
+from foldlog.cli.exits import EXIT_CANCELLED, EXIT_ERROR, EXIT_MAX_STEPS, EXIT_OK, UsageError
 from foldlog.cli.live import LiveSink
-from foldlog.cli.main import EXIT_CANCELLED, EXIT_ERROR, EXIT_MAX_STEPS, EXIT_OK, UsageError
+
+
+def add_parser(verbs: Any) -> None:
+    run = verbs.add_parser("run", help="run one prompt headless and print the answer")
+    run.add_argument("prompt", help="the prompt ('-' reads it from stdin)")
+    add_agent_options(run)
+    run.add_argument("--json", action="store_true", help="print one JSON object per event, then a result")
+    run.set_defaults(func=cmd_run)
 
 
 async def drive(agent: Any, prompt: str | None) -> tuple[str, int, str | None]:
@@ -62,7 +70,7 @@ def force_first_tool(agent: Any, name: str | None) -> None:
 
 
 async def _main(args: argparse.Namespace, prompt: str) -> int:
-    from foldlog.agent import Agent  # type: ignore[import-not-found,unused-ignore]
+    from foldlog.agent import Agent
     from foldlog.cli.agent_setup import make_options, make_provider, make_tools, open_session, workspace_of
 
     cfg = config_from_args(args)
@@ -78,7 +86,7 @@ async def _main(args: argparse.Namespace, prompt: str) -> int:
         session = open_session(cfg, args.session, args.continue_latest, workspace)
         try:
             agent = Agent(provider, make_tools(workspace, bash=args.bash), session, options, sink)
-            force_first_tool(agent, getattr(args, "force_tool", None))
+            force_first_tool(agent, args.force_tool)
             answer, code, error = await drive(agent, prompt)
             session.flush()
         finally:

@@ -5,14 +5,35 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from typing import Any
 
 from foldlog.cli.common import config_from_args, console, human_size
-from foldlog.cli.main import EXIT_OK
+from foldlog.cli.exits import EXIT_OK
 from foldlog.cli.store import list_sessions
+from foldlog.stores.base import SessionInfo
 
 
-def _ago(mtime: float, now: float) -> str:
-    seconds = max(now - mtime, 0)
+def add_parser(verbs: Any) -> None:
+    sessions = verbs.add_parser("sessions", help="list sessions, newest first")
+    sessions.add_argument("--json", action="store_true", help="print JSON")
+    sessions.add_argument("-n", "--limit", type=int, default=20, help="how many to list (0 = all)")
+    sessions.set_defaults(func=cmd_sessions)
+
+
+def row(info: SessionInfo) -> dict[str, Any]:
+    """One session of ``foldlog sessions --json``."""
+    return {
+        "id": info.id,
+        "path": info.path,
+        "size": info.size,
+        "last_used": info.updated / 1000,
+        "turns": info.turns,
+        "preview": info.preview or "",
+    }
+
+
+def _ago(updated_ms: int, now: float) -> str:
+    seconds = max(now - updated_ms / 1000, 0)
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
             return f"{int(seconds // size)}{unit} ago"
@@ -26,9 +47,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         infos = infos[: args.limit]
     if args.json:
         print(
-            json.dumps(
-                {"sessions_dir": str(cfg.sessions_dir), "sessions": [i.as_dict() for i in infos]}, indent=2
-            )
+            json.dumps({"sessions_dir": str(cfg.sessions_dir), "sessions": [row(i) for i in infos]}, indent=2)
         )
         return EXIT_OK
     out = console()
@@ -48,7 +67,8 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     table.add_column("preview", no_wrap=True)
     now = time.time()
     for info in infos:
-        preview = info.preview if len(info.preview) <= room else info.preview[: room - 1] + "…"
-        table.add_row(info.id, _ago(info.mtime, now), str(info.turns), human_size(info.size), preview)
+        preview = info.preview or ""
+        preview = preview if len(preview) <= room else preview[: room - 1] + "…"
+        table.add_row(info.id, _ago(info.updated, now), str(info.turns), human_size(info.size), preview)
     out.print(table)
     return EXIT_OK

@@ -1,70 +1,25 @@
-"""The sessions folder as the CLI sees it: listing, finding a session by id, the latest one.
+"""The sessions folder as the CLI sees it: finding a session by id, the latest one.
 
-Listing must stay quick with many large logs, so it does not load sessions: it reads the header
-and the first user message for the preview and counts ``turn/start`` records in the raw bytes.
+Listing is the file store's (`FileStore.list_sessions`): quick with many large logs, it reads the
+header and the first user message for the preview and counts ``turn/start`` records in the raw
+bytes.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from foldlog.stores.file import preview_of
+from foldlog.stores.base import SessionInfo
 
-_TURN = re.compile(rb'"type"\s*:\s*"turn/start"')
 SUFFIX = ".jsonl"
-
-
-@dataclass(frozen=True, slots=True)
-class SessionInfo:
-    id: str
-    path: Path
-    size: int
-    mtime: float
-    turns: int
-    preview: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "path": str(self.path),
-            "size": self.size,
-            "last_used": self.mtime,
-            "turns": self.turns,
-            "preview": self.preview,
-        }
-
-
-def describe(path: Path) -> SessionInfo:
-    stat = path.stat()
-    data = path.read_bytes()
-    session_id = path.stem
-    first = data.split(b"\n", 1)[0]
-    try:
-        header = json.loads(first)
-        if isinstance(header, dict) and header.get("type") == "session" and isinstance(header.get("id"), str):
-            session_id = header["id"]
-    except ValueError:
-        pass
-    return SessionInfo(
-        session_id, path, stat.st_size, stat.st_mtime, len(_TURN.findall(data)), preview_of(data) or ""
-    )
 
 
 def list_sessions(folder: Path) -> list[SessionInfo]:
     """Every session log in ``folder``, newest (last written) first."""
-    if not folder.is_dir():
-        return []
-    infos = []
-    for path in folder.glob(f"*{SUFFIX}"):
-        try:
-            infos.append(describe(path))
-        except OSError:
-            continue  # removed while we looked
-    return sorted(infos, key=lambda i: i.mtime, reverse=True)
+    from foldlog.stores.file import FileStore
+
+    return FileStore(folder).list_sessions()
 
 
 def latest(folder: Path) -> Path | None:

@@ -8,8 +8,14 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from foldlog._lazy import lazy_attributes
+from foldlog.errors import ConfigError
 from foldlog.interchange.events import Conversation, ImportCounts, ImportedEvent, TranscriptError
+
+if TYPE_CHECKING:
+    from foldlog.interchange.writer import write_conversation
 
 # CLI name -> module with ``convert(path) -> list[Conversation]``
 FORMATS: dict[str, str] = {
@@ -26,17 +32,13 @@ def convert(format: str, path: str | Path) -> list[Conversation]:
     """Convert the transcript(s) in ``path`` from ``format`` (a key of :data:`FORMATS`)."""
     module = FORMATS.get(format)
     if module is None:
-        raise ValueError(f"unknown transcript format {format!r} (known: {', '.join(FORMATS)})")
+        raise ConfigError(f"unknown transcript format {format!r} (known: {', '.join(FORMATS)})")
     result: list[Conversation] = importlib.import_module(module).convert(path)
     return result
 
 
-def __getattr__(name: str) -> object:
-    if name == "write_conversation":
-        from foldlog.interchange.writer import write_conversation
-
-        return write_conversation
-    raise AttributeError(name)
+# the writer imports the session layer: loaded on first use
+__getattr__, __dir__ = lazy_attributes(globals(), {"write_conversation": "foldlog.interchange.writer"})
 
 
 __all__ = [

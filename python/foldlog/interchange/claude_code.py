@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from foldlog.interchange.events import Conversation, EventBuilder, media_blocks, text_of
+from foldlog.interchange.events import Conversation, EventBuilder, media_blocks
 from foldlog.interchange.source import expect, iter_jsonl, need_dict
+from foldlog.log.text import display_text
 
 FORMAT = "claude-code"
 
@@ -155,7 +156,7 @@ def convert(path: str | Path) -> list[Conversation]:
             info = boundary or {}
             pre = info.get("preTokens")
             b.compaction(
-                text_of(content),
+                display_text(content),
                 trigger=str(info.get("trigger") or "auto"),
                 tokens_before=pre if isinstance(pre, int) else None,
                 source=FORMAT,

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from foldlog.interchange.events import Conversation, EventBuilder, media_blocks, text_of
+from foldlog.interchange.events import Conversation, EventBuilder, media_blocks
 from foldlog.interchange.source import expect, iter_jsonl, need_dict
+from foldlog.log.text import display_text
 
 FORMAT = "codex"
 
@@ -47,7 +48,7 @@ def usage_from_codex(info: Any) -> dict[str, int] | None:
 
 
 def _reasoning_text(item: dict[str, Any]) -> str:
-    parts = [text_of(x.get("text")) for x in item.get("summary") or [] if isinstance(x, dict)]
+    parts = [display_text(x.get("text")) for x in item.get("summary") or [] if isinstance(x, dict)]
     for x in item.get("content") or []:
         if isinstance(x, dict) and isinstance(x.get("text"), str):
             parts.append(x["text"])
@@ -61,7 +62,7 @@ def _render_history(items: list[Any]) -> str:
         if not isinstance(item, dict):
             continue
         if item.get("type") == "message":
-            lines.append(f"[{item.get('role', '?')}] {text_of(item.get('content'))}")
+            lines.append(f"[{item.get('role', '?')}] {display_text(item.get('content'))}")
         elif item.get("type") == "compaction":
             lines.append("[compaction summary: encrypted by the provider]")
     return "\n\n".join(lines)
@@ -119,7 +120,7 @@ class _Converter:
         kind = item.get("type")
         if kind == "message":
             role = item.get("role")
-            text = text_of(item.get("content"))
+            text = display_text(item.get("content"))
             if role == "assistant":
                 self.open_reply(number).texts.append(text)
                 return

@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from foldlog.interchange.events import Conversation, EventBuilder, text_of
+from foldlog.interchange.events import Conversation, EventBuilder
 from foldlog.interchange.source import expect, iter_jsonl
+from foldlog.log.text import display_text
 
 FORMAT = "dsh"
 
@@ -49,9 +50,9 @@ def _assistant(b: EventBuilder, data: Mapping[str, Any], path: str | Path, line:
             elif isinstance(block, Mapping) and block.get("type") in ("thinking", "reasoning"):
                 continue
             else:
-                texts.append(text_of([block]))
+                texts.append(display_text([block]))
     else:
-        texts.append(text_of(content))
+        texts.append(display_text(content))
     for call in message.get("tool_calls") or []:
         fn = call.get("function", {}) if isinstance(call, Mapping) else {}
         calls.append((call.get("id"), str(fn.get("name") or ""), str(fn.get("arguments") or "")))

@@ -3,8 +3,10 @@
 A converter reads a foreign transcript and drives an :class:`EventBuilder`: ``user``,
 ``assistant``, ``tool_result``, ``compaction``. The builder owns the bookkeeping every format
 would otherwise repeat — turn/step boundaries in the order the agent loop writes them, unique
-tool-call ids, pairing results with their ``tool/call``, the surface a fold must name — so the
-records it yields follow ``log-format.md`` whatever the source looked like.
+tool-call ids, pairing results with their ``tool/call``, the surface a fold must name — and
+writes the turn/step/call/result events through the agent's own
+:class:`foldlog.agent.recorder.Recorder`, so the records it yields are the events the agent
+would have written, whatever the source looked like.
 
 Seqs inside the records (``source_event_seqs``, surface-op seqs) are *local*: the index of the
 record in the conversation. :mod:`foldlog.interchange.writer` shifts them when the target
@@ -18,7 +20,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from foldlog.agent.recorder import Recorder, assistant_message
 from foldlog.errors import InvalidEventError
+from foldlog.log.text import display_text
 
 SurfaceOp = str | dict[str, Any]
 
@@ -84,29 +88,6 @@ class _PendingCall:
     call_id: str  # unique id written to the log
     name: str
     seq: int  # seq of its tool/call event
-
-
-def text_of(content: Any) -> str:
-    """Plain text of a string or a list of content blocks (text blocks joined, others named)."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts: list[str] = []
-        for block in content:
-            if isinstance(block, str):
-                parts.append(block)
-            elif isinstance(block, Mapping):
-                kind = block.get("type")
-                if isinstance(block.get("text"), str):
-                    parts.append(block["text"])
-                elif kind in ("image", "image_url", "input_image"):
-                    parts.append("[image]")
-                elif kind is not None:
-                    parts.append(f"[{kind}]")
-        return "\n".join(parts)
-    return str(content)
 
 
 #: block types that are media: a content list holding one is kept as blocks (never flattened)
@@ -195,6 +176,7 @@ class EventBuilder:
         self._synth = 0
         self._compaction = 0
         self._warnings: Counter[str] = Counter()
+        self._rec = Recorder(self._emit)
 
     def warn(self, message: str) -> None:
         """Note something of the source that could not be carried as it was (reported once, counted)."""
@@ -214,7 +196,7 @@ class EventBuilder:
                     and block.get("type")
                 ):
                     self.warn(f"a {block['type']!r} block was kept only as its name, [{block['type']}]")
-        return text_of(content)
+        return display_text(content)
 
     # --- low level ------------------------------------------------------------------------
 
@@ -222,7 +204,6 @@ class EventBuilder:
         self,
         type_: str,
         data: dict[str, Any],
-        *,
         surface_op: SurfaceOp | None = None,
         sources: Sequence[int] | None = None,
     ) -> int:
@@ -241,7 +222,7 @@ class EventBuilder:
         self._turn_has_reply = False
         self._step = 0
         self.counts.turns += 1
-        self._emit("turn/start", {"turn": self._turn})
+        self._rec.turn_start(self._turn)
 
     def _open_step(self) -> None:
         if not self._turn_open:
@@ -250,19 +231,19 @@ class EventBuilder:
         self._step_open = True
         self._step_has_reply = False
         self.counts.steps += 1
-        self._emit("step/start", {"turn": self._turn, "step": self._step})
+        self._rec.step_start(self._turn, self._step)
 
     def _close_step(self) -> None:
         if self._step_open:
             self._step_open = False
-            self._emit("step/end", {"turn": self._turn, "step": self._step})
+            self._rec.step_end(self._turn, self._step)
 
     def end_turn(self, reason: str = "completed", **extra: Any) -> None:
         """Close the open step and turn (no-op when no turn is open)."""
         self._close_step()
         if self._turn_open:
             self._turn_open = False
-            self._emit("turn/end", {"turn": self._turn, "reason": {"kind": reason, **extra}})
+            self._rec.turn_end(self._turn, reason, extra)
 
     def finish(self, reason: str = "completed") -> ImportCounts:
         self.end_turn(reason)
@@ -304,7 +285,7 @@ class EventBuilder:
         if source:
             data["source"] = source
         self.counts.messages["user"] += 1
-        return self._emit("user/message", data, surface_op="append")
+        return self._rec.user(data)
 
     def assistant(
         self,
@@ -326,26 +307,15 @@ class EventBuilder:
             (src, name, args if isinstance(args, str) else _dumps(args)) for src, name, args in tool_calls
         ]
         ids = [self.unique_call_id(src) for src, _, _ in calls]
-        message: dict[str, Any] = {"role": "assistant", "content": content if content is not None else ""}
-        if reasoning:
-            message["reasoning_content"] = reasoning
-        if calls:
-            message["tool_calls"] = [
-                {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
-                for cid, (_, name, args) in zip(ids, calls, strict=True)
-            ]
-        data: dict[str, Any] = {"turn": self._turn, "step": self._step, "message": message}
-        if usage:
-            data["usage"] = dict(usage)
-        if extra:
-            data.update(extra)
+        message = assistant_message(
+            content if content is not None else "",
+            reasoning=reasoning or None,
+            calls=[(cid, name, args) for cid, (_, name, args) in zip(ids, calls, strict=True)],
+        )
         self.counts.messages["assistant"] += 1
-        seq = self._emit("assistant/message", data, surface_op="append")
+        seq = self._rec.assistant(self._turn, self._step, message, usage=usage, extra=extra)
         for cid, (src, name, args) in zip(ids, calls, strict=True):
-            call_seq = self._emit(
-                "tool/call",
-                {"turn": self._turn, "step": self._step, "callId": cid, "name": name, "arguments": args},
-            )
+            call_seq = self._rec.tool_call(self._turn, self._step, cid, name, args)
             # a later call reusing a source id takes over the pairing for that id
             self._pending[src if src else cid] = _PendingCall(cid, name, call_seq)
             self.counts.tool_calls += 1
@@ -381,21 +351,17 @@ class EventBuilder:
             self._step_has_reply = True  # a result belongs to the step of its call
         call_id = pending.call_id if pending else (source_id or self.unique_call_id(None))
         tool_name = name or (pending.name if pending else "")
-        data: dict[str, Any] = {
-            "turn": self._turn,
-            "step": self._step,
-            "message": {
-                "role": "tool",
-                "toolCallId": call_id,
-                "toolName": tool_name,
-                "content": content,
-                "isError": bool(is_error),
-            },
-        }
-        if meta:
-            data["meta"] = dict(meta)
         self.counts.tool_results += 1
-        return self._emit("tool/result", data, surface_op="append", sources=[pending.seq] if pending else [])
+        return self._rec.tool_result(
+            self._turn,
+            self._step,
+            call_id,
+            tool_name,
+            content,
+            is_error,
+            meta=meta,
+            call_seq=pending.seq if pending else None,
+        )
 
     def compaction(
         self,

@@ -12,8 +12,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from foldlog.interchange.events import Conversation, EventBuilder, media_blocks, text_of
+from foldlog.interchange.events import Conversation, EventBuilder, media_blocks
 from foldlog.interchange.source import expect, load_json, need_list
+from foldlog.log.text import display_text
 
 FORMAT = "openai"
 
@@ -84,7 +85,7 @@ def add_messages(
         role = msg.get("role")
         content = msg.get("content")
         if role == "system" or role == "developer":
-            b.system(text_of(content))
+            b.system(display_text(content))
         elif role == "user":
             media = media_blocks(content, b.warn)
             if media is not None:
@@ -96,7 +97,7 @@ def add_messages(
         elif role == "assistant":
             replied = True
             b.assistant(
-                text_of(content),
+                display_text(content),
                 reasoning=msg.get("reasoning_content") or None,
                 tool_calls=parse_tool_calls(msg.get("tool_calls"), path, where),
                 usage=usage_from_openai(msg.get("usage")),

@@ -19,9 +19,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from foldlog.interchange.events import Conversation, EventBuilder, text_of
+from foldlog.interchange.events import Conversation, EventBuilder
 from foldlog.interchange.openai_messages import parse_tool_calls, usage_from_openai
 from foldlog.interchange.source import expect, iter_jsonl, load_json, need_list
+from foldlog.log.text import display_text
 
 FORMAT = "openhands"
 
@@ -55,7 +56,9 @@ def _with_images(text: Any, urls: Any) -> Any:
     """A user message's text with its ``image_urls`` (URLs or data URLs) as ``image_url`` blocks."""
     if not isinstance(urls, list) or not urls:
         return text
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": text_of(text)}] if text_of(text) else []
+    blocks: list[dict[str, Any]] = (
+        [{"type": "text", "text": display_text(text)}] if display_text(text) else []
+    )
     blocks += [{"type": "image_url", "image_url": {"url": u}} for u in urls if isinstance(u, str) and u]
     return blocks
 
@@ -76,7 +79,7 @@ class _Converter:
         if kind in _SKIP_ACTIONS:
             return
         if kind == "system":
-            self.b.system(text_of(args.get("content", e.get("message", ""))))
+            self.b.system(display_text(args.get("content", e.get("message", ""))))
         elif isinstance(meta, Mapping):
             self._response(index, meta)
         elif kind == "message":
@@ -84,16 +87,16 @@ class _Converter:
             if source == "user":
                 self.b.user(_with_images(text, args.get("image_urls")))
             else:
-                self.b.assistant(text_of(text))
+                self.b.assistant(display_text(text))
         elif kind == "finish":
             self.b.assistant(
-                text_of(args.get("final_thought") or args.get("thought") or e.get("message", ""))
+                display_text(args.get("final_thought") or args.get("thought") or e.get("message", ""))
             )
         else:
             thought = args.pop("thought", "") or ""
             self.responses.add(f"synth-{index}")
             self.b.assistant(
-                text_of(thought), tool_calls=[(None, kind, json.dumps(args, ensure_ascii=False))]
+                display_text(thought), tool_calls=[(None, kind, json.dumps(args, ensure_ascii=False))]
             )
 
     def _response(self, index: int, meta: Mapping[str, Any]) -> None:
@@ -113,7 +116,7 @@ class _Converter:
         if not calls:  # the metadata names the call even when the response lost it
             calls = [(meta.get("tool_call_id"), str(meta.get("function_name") or ""), "{}")]
         self.b.assistant(
-            text_of(message.get("content")),
+            display_text(message.get("content")),
             reasoning=message.get("reasoning_content") or None,
             tool_calls=calls,
             usage=usage_from_openai(response.get("usage")),

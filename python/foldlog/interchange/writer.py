@@ -13,7 +13,7 @@ from foldlog.errors import InvalidEventError
 from foldlog.interchange.events import Conversation, SurfaceOp
 
 if TYPE_CHECKING:
-    from foldlog.session import Session
+    from foldlog.log.session import Session
 
 _SEQ_FIELDS = ("start", "end", "after")
 

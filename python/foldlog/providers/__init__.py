@@ -20,6 +20,10 @@ from foldlog.providers.base import (
     UsageChunk,
 )
 
+# eager (light: it needs only .base): a lazy `collect` would lose to the submodule of the same name
+# once anything imported `foldlog.providers.collect` (the import system sets it on the package)
+from foldlog.providers.collect import Completion, collect
+
 # public name -> module defining it (PEP 562 lazy attributes: httpx and friends load on use)
 _LAZY: dict[str, str] = {
     "OpenAICompatible": "foldlog.providers.openai_compat",
@@ -30,13 +34,10 @@ _LAZY: dict[str, str] = {
     "RetryPolicy": "foldlog.providers.retry",
     "Price": "foldlog.providers.pricing",
     "UsageMeter": "foldlog.providers.pricing",
-    "Completion": "foldlog.providers.collect",
-    "collect": "foldlog.providers.collect",
     "Scripted": "foldlog.providers.scripted",
 }
 
 if TYPE_CHECKING:
-    from foldlog.providers.collect import Completion, collect
     from foldlog.providers.deepseek import DeepSeek
     from foldlog.providers.local import LlamaServer, LocalLlama
     from foldlog.providers.openai import OpenAI

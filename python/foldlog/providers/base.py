@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from foldlog.log.wire import WireMessages
     from foldlog.providers.content import ContentIndex
-    from foldlog.wire import WireMessages
 
 FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "cut"]
 

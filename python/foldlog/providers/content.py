@@ -72,7 +72,7 @@ class ContentIndex:
 class ContentScan:
     """Indexes the non-text blocks of one session's successive requests, incrementally.
 
-    A :class:`foldlog.wire.MessageList` is a prefix of a list its owner only ever appends to
+    A :class:`foldlog.log.wire.MessageList` is a prefix of a list its owner only ever appends to
     (until a rewrite replaces the list): the blocks found in that prefix are kept, and the next
     request scans only what was appended, plus its short tail. Any other sequence is scanned whole.
     """
@@ -85,7 +85,7 @@ class ContentScan:
         self._blocks: list[BlockRef] = []
 
     def index(self, messages: Sequence[Mapping[str, Any]]) -> ContentIndex:
-        from foldlog.wire import MessageList
+        from foldlog.log.wire import MessageList
 
         if not isinstance(messages, MessageList):
             return ContentIndex(messages, tuple(non_text_blocks(messages)))

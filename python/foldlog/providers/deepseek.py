@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from foldlog.errors import AuthError
+from foldlog.errors import AuthError, ConfigError
 from foldlog.providers.base import Request, Usage
 from foldlog.providers.content import TEXT_ONLY
 from foldlog.providers.openai_compat import OpenAICompatible
@@ -52,7 +52,7 @@ class DeepSeek(OpenAICompatible):
         if not key:
             raise AuthError("DeepSeek needs an API key: pass api_key= or set DEEPSEEK_API_KEY")
         if effort not in _EFFORTS:
-            raise ValueError(f"effort must be one of {sorted(_EFFORTS)}, got {effort!r}")
+            raise ConfigError(f"effort must be one of {sorted(_EFFORTS)}, got {effort!r}")
         from urllib.parse import urlsplit
 
         self._beta = "beta" in urlsplit(base_url).path.strip("/").split("/")
@@ -77,7 +77,7 @@ class DeepSeek(OpenAICompatible):
 
     def build_body(self, request: Request) -> dict[str, Any]:
         if self._beta and request.tools:
-            raise ValueError(f"do not use DeepSeek's /beta base URL with tools ({self.base_url})")
+            raise ConfigError(f"do not use DeepSeek's /beta base URL with tools ({self.base_url})")
         body = super().build_body(request)
         if body.get("max_tokens") is None:
             body["max_tokens"] = DEFAULT_MAX_TOKENS

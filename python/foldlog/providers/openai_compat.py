@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from foldlog.errors import (
     APIError,
     AuthError,
+    ConfigError,
     ProviderError,
     ProviderTimeout,
     StreamInterrupted,
@@ -34,7 +35,7 @@ from foldlog.providers.sse import MAX_LINE_BYTES, MAX_NOISE_BYTES, SSEDecoder, S
 if TYPE_CHECKING:
     import httpx
 
-    from foldlog.wire import ChunkedBody
+    from foldlog.log.wire import ChunkedBody
 
 log = logging.getLogger("foldlog.providers")
 
@@ -100,20 +101,20 @@ class OpenAICompatible:
         max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must be an http(s) URL, got {base_url!r}")
+            raise ConfigError(f"base_url must be an http(s) URL, got {base_url!r}")
         if not model:
-            raise ValueError("model is required (the name the endpoint knows the model by)")
+            raise ConfigError("model is required (the name the endpoint knows the model by)")
         if timeout <= 0 or stall_timeout <= 0:
-            raise ValueError("timeout and stall_timeout must be positive (seconds)")
+            raise ConfigError("timeout and stall_timeout must be positive (seconds)")
         if max_tokens is not None and max_tokens <= 0:
-            raise ValueError(f"max_tokens must be positive, got {max_tokens}")
+            raise ConfigError(f"max_tokens must be positive, got {max_tokens}")
         if isinstance(max_connections, bool) or not isinstance(max_connections, int) or max_connections < 1:
-            raise ValueError(f"max_connections must be a positive int, got {max_connections!r}")
+            raise ConfigError(f"max_connections must be a positive int, got {max_connections!r}")
         if idle_timeout is not None and idle_timeout <= 0:
-            raise ValueError(f"idle_timeout must be positive (seconds) or None, got {idle_timeout}")
+            raise ConfigError(f"idle_timeout must be positive (seconds) or None, got {idle_timeout}")
         if content_types is not None:
             if isinstance(content_types, str) or not all(isinstance(t, str) for t in content_types):
-                raise ValueError(f"content_types must be block type names, got {content_types!r}")
+                raise ConfigError(f"content_types must be block type names, got {content_types!r}")
             self.content_types = frozenset(content_types) | {"text"}
         # the decoder checks its bounds; one made here fails on bad ones at construction
         SSEDecoder(max_line_bytes=max_line_bytes, max_noise_bytes=max_noise_bytes)
@@ -221,7 +222,7 @@ class OpenAICompatible:
             and wire.style == style
             and wire.messages is request.messages
         ):
-            from foldlog.wire import chunked_body
+            from foldlog.log.wire import chunked_body
 
             return chunked_body(wire, self.build_body(dataclasses.replace(request, messages=(), wire=None)))
         return self.encode_body(self.build_body(request))
@@ -485,9 +486,9 @@ def normalize_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         elif "name" in tool:
             fn = dict(tool)
         else:
-            raise ValueError(f"a tool needs a name (or a 'function' with one): {dict(tool)!r}")
+            raise ConfigError(f"a tool needs a name (or a 'function' with one): {dict(tool)!r}")
         if not isinstance(fn.get("name"), str) or not fn["name"]:
-            raise ValueError(f"a tool name must be a non-empty string: {fn!r}")
+            raise ConfigError(f"a tool name must be a non-empty string: {fn!r}")
         out.append({"type": "function", "function": fn})
     out.sort(key=lambda t: str(t["function"]["name"]))
     return out

@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
+from foldlog.errors import ConfigError
+
 RETRY_STATUSES = frozenset({408, 429})
 
 OnRetry = Callable[[int, float, str], Awaitable[None] | None]
@@ -31,9 +33,9 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         if self.max_retries < 0 or self.max_replays < 0:
-            raise ValueError("max_retries and max_replays must be >= 0")
+            raise ConfigError("max_retries and max_replays must be >= 0")
         if self.base_delay < 0 or self.max_delay < 0 or self.jitter < 0:
-            raise ValueError("retry delays and jitter must be >= 0")
+            raise ConfigError("retry delays and jitter must be >= 0")
 
     def backoff(self, attempt: int) -> float:
         """Delay before retry number ``attempt`` (1-based), jitter included."""

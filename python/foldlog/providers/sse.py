@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from foldlog.errors import StreamProtocolError
+from foldlog.errors import ConfigError, StreamProtocolError
 
 MAX_LINE_BYTES = 8 * 1024 * 1024
 MAX_NOISE_BYTES = 1024 * 1024
@@ -47,7 +47,7 @@ class SSEDecoder:
     ) -> None:
         for name, value in (("max_line_bytes", max_line_bytes), ("max_noise_bytes", max_noise_bytes)):
             if value is not None and value < 1:
-                raise ValueError(f"{name} must be >= 1 or None, got {value}")
+                raise ConfigError(f"{name} must be >= 1 or None, got {value}")
         self.max_line_bytes = max_line_bytes
         self.max_noise_bytes = max_noise_bytes
         self._buf = bytearray()

@@ -20,6 +20,7 @@ Errors (all from :mod:`foldlog.errors`):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -45,6 +46,8 @@ class SessionInfo:
     holder: str | None
     #: the start of the first user message, for listings; None before there is one
     preview: str | None
+    #: the file that holds the log (file stores); None for a database
+    path: str | None = None
 
 
 @runtime_checkable
@@ -100,13 +103,17 @@ def check_batch(lines: bytes, first_seq: int, count: int) -> None:
         raise InvalidEventError("append: the batch contains an empty line")
 
 
+_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+
+
 def check_session_id(session_id: str) -> str:
-    """A session id any store can keep: a non-empty string of at most 200 printable characters."""
-    if not isinstance(session_id, str) or not session_id:
-        raise InvalidEventError(f"session id must be a non-empty string, not {session_id!r}")
-    if len(session_id) > 200 or any(ord(c) < 0x20 or ord(c) == 0x7F for c in session_id):
+    """A session id every store can keep — and a file name that stays in its folder, so that a
+    session moves between stores as it is: 1 to 200 letters, digits, ``.``, ``_`` or ``-``,
+    starting with a letter or a digit, without ``..``. Raises `InvalidEventError` otherwise."""
+    if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id) or ".." in session_id:
         raise InvalidEventError(
-            f"invalid session id {session_id!r}: at most 200 characters, no control characters"
+            f"invalid session id {session_id!r}: use 1 to 200 letters, digits, '.', '_' or '-', "
+            "starting with a letter or a digit"
         )
     return session_id
 

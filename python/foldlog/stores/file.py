@@ -14,21 +14,11 @@ from pathlib import Path
 
 from foldlog import _core
 from foldlog.errors import StorageError
-from foldlog.stores.base import SessionInfo, check_batch, check_header
+from foldlog.stores.base import SessionInfo, check_batch, check_header, check_session_id
 
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 _TURN = re.compile(rb'"type"\s*:\s*"turn/start"')
 _USER = re.compile(rb'"type"\s*:\s*"user/message"')
 _SEQ = re.compile(rb'"seq"\s*:\s*(\d+)')
-
-
-def check_session_id(session_id: str) -> str:
-    """Session ids become file names: refuse anything that could escape the folder."""
-    if not isinstance(session_id, str) or not _ID.match(session_id) or ".." in session_id:
-        raise ValueError(
-            f"invalid session id {session_id!r}: use letters, digits, '.', '_' or '-' (at most 200)"
-        )
-    return session_id
 
 
 def private_folder(path: Path) -> None:
@@ -176,9 +166,9 @@ def holder_of(path: Path) -> str | None:
 
 
 def preview_of(data: bytes, limit: int = 72) -> str | None:
-    """The start of the first user message of a log's bytes (for listings), or None."""
-    from foldlog.project_text import text_of
-
+    """The start of the first user message of a log's bytes (for listings), or None: its text as
+    the core reads it (a string, or its text blocks joined by newlines; the PostgreSQL store's
+    ``foldlog.content_text`` keeps the same rule)."""
     for line in data.splitlines():
         if not _USER.search(line):
             continue
@@ -186,8 +176,10 @@ def preview_of(data: bytes, limit: int = 72) -> str | None:
             ev = json.loads(line)
         except ValueError:
             continue
-        content = ev.get("data", {}).get("content") if isinstance(ev, dict) else None
-        text = " ".join(text_of(content).split())
+        message = ev.get("data") if isinstance(ev, dict) else None
+        if not isinstance(message, dict):
+            continue
+        text = " ".join(_core.message_text(message).split())
         if text:
             return text if len(text) <= limit else text[: limit - 1] + "…"
     return None
@@ -215,4 +207,5 @@ def describe(path: Path) -> SessionInfo:
         turns=len(_TURN.findall(data)),
         holder=holder_of(path),
         preview=preview_of(data),
+        path=str(path),
     )

@@ -21,7 +21,8 @@ import signal
 from pathlib import Path
 from typing import Annotated
 
-from foldlog.hooks import ToolOutcome
+from foldlog.errors import FoldlogError
+from foldlog.tools.host import ToolOutcome
 from foldlog.tools.output import HeadTail, decode_output
 from foldlog.tools.registry import Tool, make_tool
 
@@ -33,7 +34,7 @@ TERM_GRACE = 1.0  # seconds between SIGTERM and SIGKILL for a command's process 
 READ_SIZE = 1 << 16
 
 
-class WorkspaceError(ValueError):
+class WorkspaceError(FoldlogError, ValueError):
     """A path that would leave the workspace (or does not fit it)."""
 
 

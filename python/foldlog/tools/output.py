@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from foldlog.errors import ConfigError
+
 _MARKER = "\n\n[… {n} bytes of tool output omitted …]\n\n"
 # The marker is not counted against the limit, so a result capped once (by the bash tool) and
 # again (by the runner, with the same limit) passes the second cap unchanged.
@@ -113,7 +115,7 @@ class HeadTail:
 
     def __init__(self, limit: int) -> None:
         if limit < 2:
-            raise ValueError(f"the output limit must be at least 2 bytes, got {limit}")
+            raise ConfigError(f"the output limit must be at least 2 bytes, got {limit}")
         self._half = limit // 2
         self.head = bytearray()
         self.tail = bytearray()

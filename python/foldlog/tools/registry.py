@@ -9,8 +9,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Union, get_args, get_origin, overload
 
-from foldlog.hooks import ToolContext
-from foldlog.tools.schema import convert, function_schema, parse_docstring, validate
+from foldlog.errors import ConfigError
+from foldlog.tools.host import ToolContext
+from foldlog.tools.schema import SchemaError, convert, function_schema, parse_docstring, validate
 
 _NAME_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
@@ -39,7 +40,7 @@ class Tool:
 
     def __post_init__(self) -> None:
         if not self.name or len(self.name) > 64 or not set(self.name) <= _NAME_OK:
-            raise ValueError(f"tool name {self.name!r} must be 1-64 characters of [A-Za-z0-9_-]")
+            raise ConfigError(f"tool name {self.name!r} must be 1-64 characters of [A-Za-z0-9_-]")
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -73,7 +74,7 @@ def make_tool(
 ) -> Tool:
     params, annotations, injected = function_schema(fn, _is_context)
     if len(injected) > 1:
-        raise TypeError(f"tool {fn.__name__}: at most one ToolContext parameter")
+        raise SchemaError(f"tool {fn.__name__}: at most one ToolContext parameter")
     desc, _ = parse_docstring(fn.__doc__)
     return Tool(
         name=name or fn.__name__,
@@ -134,10 +135,10 @@ class ToolRegistry:
     def register(self, t: Tool | Callable[..., Any]) -> Tool:
         if not isinstance(t, Tool):
             if not callable(t):
-                raise TypeError(f"not a tool or function: {t!r}")
+                raise SchemaError(f"not a tool or function: {t!r}")
             t = make_tool(t)
         if t.name in self._tools:
-            raise ValueError(f"a tool named {t.name!r} is already registered")
+            raise ConfigError(f"a tool named {t.name!r} is already registered")
         self._tools[t.name] = t
         self._schemas = None
         return t

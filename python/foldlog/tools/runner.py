@@ -33,15 +33,13 @@ from foldlog.hooks import (
     Deny,
     PostExecuteContext,
     Replace,
-    ToolContext,
-    ToolOutcome,
     run_waterfall,
 )
 from foldlog.tools.content import MalformedContent, cap_blocks, check_blocks, looks_like_blocks
+from foldlog.tools.host import ToolContext, ToolHost, ToolLimits, ToolOutcome
 from foldlog.tools.output import HeadTail, cap_output, cap_text, clean_text, utf8_len
 
 if TYPE_CHECKING:
-    from foldlog.agent import Agent
     from foldlog.hooks import Hooks
     from foldlog.providers.base import ToolCall
     from foldlog.tools.registry import Tool, ToolRegistry
@@ -169,35 +167,34 @@ class CallResult:
 
 
 class ToolRunner:
-    """Runs batches for one agent; keeps the loop-guard memory between batches."""
+    """Runs batches for one agent (``host``: the agent as its tools see it; ``None`` outside an
+    agent); keeps the loop-guard memory between batches. ``limits``: the bounds every call runs
+    under (default: the `ToolLimits` defaults)."""
 
-    def __init__(self, registry: ToolRegistry, agent: Agent | None, hooks: Hooks | None) -> None:
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        host: ToolHost | None,
+        hooks: Hooks | None,
+        limits: ToolLimits | None = None,
+    ) -> None:
         self.registry = registry
-        self.agent = agent
+        self.host = host
         self.hooks = hooks
+        self.limits = limits if limits is not None else ToolLimits()
         self._guard_key: tuple[Any, ...] | None = None
         self._guard_runs = 0
         # calls of this turn by (name, arguments): the third of the same is refused
         self._seen_turn = 0
         self._seen: dict[tuple[str, str], int] = {}
         self.refused_repeat = False  # the last batch refused a repeated call
-        self._argument_limit: int | None = None
         # state of the batch in progress, read by the agent when the batch is cancelled
         self.started: set[int] = set()
         self.done: dict[int, CallResult] = {}
 
-    async def run_batch(
-        self,
-        calls: Sequence[ToolCall],
-        *,
-        max_parallel: int,
-        output_limit: int,
-        timeout: float | None,
-        turn: int = 0,
-        step: int = 0,
-        argument_limit: int | None = None,
-    ) -> list[CallResult]:
-        self._argument_limit = argument_limit
+    async def run_batch(self, calls: Sequence[ToolCall], *, turn: int = 0, step: int = 0) -> list[CallResult]:
+        limits = self.limits
+        output_limit, timeout = limits.output_limit, limits.timeout
         self.started = set()
         self.done = {}
         refused = self._refuse_repeats(calls, turn)
@@ -205,7 +202,7 @@ class ToolRunner:
         for k, result in refused.items():
             self.started.add(k)
             self.done[k] = result
-        sem = asyncio.Semaphore(max_parallel)
+        sem = asyncio.Semaphore(limits.max_parallel)
         i = 0
         while i < len(calls):
             j = i
@@ -290,7 +287,7 @@ class ToolRunner:
         if t is None:
             known = ", ".join(self.registry.names) or "none"
             return ToolOutcome(f'error: unknown tool "{call.name}" (available tools: {known})', True)
-        max_args = self._argument_limit
+        max_args = self.limits.argument_limit
         if max_args is not None and len(call.arguments) > max_args // 4:  # cheap test first
             size = utf8_len(call.arguments)
             if size > max_args:
@@ -315,7 +312,7 @@ class ToolRunner:
                 f"Expected schema: {t.schema_text()}",
                 True,
             )
-        ctx = ToolContext(self.agent, call, args, turn, step)
+        ctx = ToolContext(self.host, call, args, turn, step)
         hooks = self.hooks
         if hooks is None:
             return await self._invoke(t, ctx, timeout, limit)
@@ -389,7 +386,7 @@ class ToolRunner:
         return None
 
     async def _post_execute(self, call: ToolCall, outcome: ToolOutcome, hooks: Hooks) -> ToolOutcome:
-        ctx = PostExecuteContext(self.agent, call, outcome)
+        ctx = PostExecuteContext(self.host, call, outcome)
 
         async def accepted() -> Accept:
             return Accept()

@@ -16,11 +16,13 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
+from foldlog.errors import FoldlogError
+
 _MISSING = inspect.Parameter.empty
 JSON = dict[str, Any]
 
 
-class SchemaError(TypeError):
+class SchemaError(FoldlogError, TypeError):
     """A type hint that cannot be expressed as a tool argument schema."""
 
 

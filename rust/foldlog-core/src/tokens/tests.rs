@@ -1,5 +1,5 @@
 //! Unit tests of the tokenizers. Parity with `tokenizers` / `tiktoken` over the corpus and
-//! random text is tested from Python (tests/test_tokens_parity.py), where both references run.
+//! random text is tested from Python (tests/tokens/test_tokens_parity.py), where both references run.
 
 use super::*;
 use serde_json::json;

@@ -1,0 +1,495 @@
+"""The agent loop: turns and steps over a session log (spec/agent-loop.md).
+
+Every arrow that reaches the model passes through the log first: claimed input is logged as
+``user/message`` events, each request carries exactly ``session.wire_messages()`` at that
+moment, and replies and tool results are logged before the loop acts on them. The events are
+written by :mod:`foldlog.agent.recorder`; a request is assembled by :mod:`foldlog.agent.request`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from foldlog.agent.inbox import Inbox
+from foldlog.agent.options import Options
+from foldlog.agent.recorder import Reply, StepRecorder
+from foldlog.agent.request import HookedProvider, Params, Requests, read_stream
+from foldlog.compaction.compactor import Compactor
+from foldlog.errors import (
+    FoldlogError,
+    HookError,
+    HookRefused,
+    MaxStepsExceeded,
+    RunCancelled,
+    StreamInterrupted,
+)
+from foldlog.events import Notice, Retrying, SinkDispatcher
+from foldlog.events import Usage as UsageEvent
+from foldlog.hooks import (
+    RAISE,
+    RETRY,
+    Enter,
+    Hooks,
+    PreStepContext,
+    Reject,
+    RequestContext,
+    RequestErrorContext,
+    StreamContext,
+    TurnStoppingContext,
+    pre_step_decision,
+    request_decision,
+    request_error_decision,
+    run_waterfall,
+    stream_decision,
+)
+from foldlog.tools.registry import Tool, ToolRegistry
+from foldlog.tools.runner import ToolRunner
+
+if TYPE_CHECKING:
+    from foldlog.log.session import Session
+    from foldlog.providers.base import Provider, ToolCall, Usage
+
+CONTINUE_PROMPT = "[The previous reply was cut off by a network error. Continue exactly where it stopped.]"
+GRACE_PROMPT = (
+    "[The step limit for this turn has been reached. Tools are no longer available: give your final "
+    "answer now, summarising what was done and what remains.]"
+)
+NOT_RUN_GRACE = "error: not executed: the step limit was reached and tools are disabled for the final answer"
+FAILED_BEFORE = "error: not executed: the turn failed before this call ran"
+
+
+class _TurnEnd(Exception):
+    def __init__(self, kind: str, detail: Mapping[str, Any] | None = None, error: str | None = None) -> None:
+        super().__init__(kind)
+        self.kind = kind
+        self.detail = dict(detail or {})
+        self.error = error
+
+
+class Agent:
+    """Runs turns of a model with tools over a :class:`foldlog.Session`.
+
+    ``tools`` is a :class:`ToolRegistry` or an iterable of tools / typed functions. ``sink``
+    receives :mod:`foldlog.events` dataclasses in order.
+
+    The model and the context window are resolved once, here: ``options.model`` else the
+    provider's, ``options.context_window`` else the provider's. The model is what every request
+    names and whose tokenizer the session counts with (`model` can be changed between runs).
+    """
+
+    def __init__(
+        self,
+        provider: Provider,
+        tools: ToolRegistry | Iterable[Tool | Callable[..., Any]] | None = None,
+        session: Session | None = None,
+        options: Options | None = None,
+        sink: Callable[[Any], Any] | None = None,
+    ) -> None:
+        if session is None:
+            from foldlog.log.session import Session
+
+            session = Session()
+        self.provider = provider
+        self.registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools or ())
+        self.session = session
+        self.options = options if options is not None else Options()
+        self.window: int | None = self.options.context_window or provider.context_window
+        self._model: str | None = self.options.model or provider.model or None
+        if session.model is None:
+            # the session counts its events with this model's tokenizer as they are flushed
+            session.model = self._model
+        self.hooks = Hooks()
+        self.inbox = Inbox()
+        self._emit = SinkDispatcher(sink)
+        self._rec = StepRecorder(session, self._emit)
+        self._requests = Requests(session, provider)
+        self._runner = ToolRunner(self.registry, self, self.hooks, self.options.tool_limits)
+        #: keeps the session inside the window (after every tool batch, before an answer)
+        self.compactor = self._make_compactor()
+        self._turn = session.last_turn
+        self._task: asyncio.Task[Any] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._cancel_requested = False
+        self.last_usage: Usage | None = None
+        self.last_prompt_tokens: int | None = None
+
+    # --- public API ------------------------------------------------------------------------
+
+    @property
+    def sink(self) -> Callable[[Any], Any] | None:
+        return self._emit.sink
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None
+
+    @property
+    def model(self) -> str | None:
+        """The model every request names (``None``: the provider's own default)."""
+        return self._model
+
+    @model.setter
+    def model(self, name: str | None) -> None:
+        """Use ``name`` from the next request on; the session counts with its tokenizer too."""
+        self._model = name or None
+        self.session.model = self._model
+
+    def emit(self, event: Any) -> None:
+        """Send a UI event (a :mod:`foldlog.events` dataclass) to the sink, in order."""
+        self._emit(event)
+
+    def followup(self, message: str | Mapping[str, Any]) -> None:
+        """Queue a new turn (wakes the loop)."""
+        self.inbox.put("followup", message)
+
+    def steer(self, message: str | Mapping[str, Any]) -> None:
+        """Join the next step of the running turn (wakes the loop; continues a finishing turn)."""
+        self.inbox.put("steer", message)
+
+    def inject(self, message: str | Mapping[str, Any]) -> None:
+        """Join the next step, whenever that is (does not wake the loop)."""
+        self.inbox.put("inject", message)
+
+    def subscribe(self, fn: Callable[[Mapping[str, Any]], Any]) -> Callable[[], None]:
+        """Session-event subscriber: ``fn(event)`` after each committed event."""
+        return self.session.subscribe(fn)
+
+    def cancel(self) -> bool:
+        """Stop the running turn (safe from any task or thread). ``run`` raises :class:`RunCancelled`."""
+        task, loop = self._task, self._loop
+        if task is None or loop is None or task.done() or self._cancel_requested:
+            return False
+        self._cancel_requested = True
+
+        def do() -> None:
+            # From another thread this runs later: the run may have ended meanwhile, and the task
+            # then belongs to the caller again, so only cancel while it still runs this agent.
+            if self._task is task and not task.done():
+                task.cancel("foldlog: Agent.cancel()")
+
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            do()
+        else:
+            loop.call_soon_threadsafe(do)
+        return True
+
+    def run_sync(self, prompt: str | Mapping[str, Any] | None = None) -> str:
+        """``run`` for plain scripts (starts and closes its own event loop)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass  # no loop: the normal case. (Running the agent in here would chain every error
+            # it raises to this "no running event loop" error.)
+        else:
+            raise RuntimeError(
+                "Agent.run_sync() cannot be called from a running event loop; use await agent.run()"
+            )
+        return asyncio.run(self.run(prompt))
+
+    async def run(self, prompt: str | Mapping[str, Any] | None = None) -> str:
+        """Queue ``prompt`` as a follow-up and run turns until no work is owed; the last answer."""
+        if self._task is not None:
+            raise RuntimeError("this agent is already running; use followup()/steer() to add input")
+        if prompt is not None:
+            self.followup(prompt)
+        if not self.inbox.has_work():
+            raise ValueError("nothing to run: pass a prompt or queue input with followup()/steer()")
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        self.inbox.bind(self._loop)
+        self._cancel_requested = False
+        self.hooks.notify_status("running")
+        answer = ""
+        try:
+            while self.inbox.has_work():
+                answer = await self._turn_loop()
+        finally:
+            self._task = None
+            self._cancel_requested = False
+            self.hooks.notify_status("idle")
+        return answer
+
+    async def compact(self, focus: str | None = None) -> None:
+        """Manual compaction: forced, bypasses the stuck latch."""
+        await self.compactor.compact("manual", focus, force=True)
+        self.session.flush()
+
+    async def delegate(self, prompt: str, *, max_steps: int | None, call_id: str) -> str:
+        """Run ``prompt`` in a sub-agent (the ``task`` tool's work; see `foldlog.agent.subagent`)."""
+        from foldlog.agent.subagent import delegate
+
+        return await delegate(self, prompt, max_steps=max_steps, call_id=call_id)
+
+    # --- the turn --------------------------------------------------------------------------
+
+    async def _turn_loop(self) -> str:
+        self._turn += 1
+        turn = self._turn
+        rec = self._rec
+        rec.start_turn(turn)
+        first = self.inbox.next_followup()
+        step = 0
+        steps_used = 0
+        grace = False
+        answer_now = False  # the loop guard refused a repeated call: no tools on the next request
+        stream_retries = 0
+        answer = ""
+        try:
+            while True:
+                claimed = ([first] if first is not None else []) + self.inbox.claim()
+                first = None
+                claimed = await self._pre_step(turn, step + 1, claimed)
+                step += 1
+                rec.start_step(turn, step)
+                for m in claimed:
+                    rec.user(m)
+                if grace:
+                    rec.user({"role": "user", "content": GRACE_PROMPT, "source": "grace"})
+                steps_used += 1
+                st, stream_retries = await self._request(turn, step, not (grace or answer_now), stream_retries)
+                content = "".join(st.text)
+                calls = st.calls if st.finish != "length" else []
+                rec.reply(turn, step, st, content, calls)
+                if st.usage is not None:
+                    self._report_usage(st.usage)
+                if st.finish == "length":
+                    rec.close_step()
+                    raise _TurnEnd("max-tokens")
+                if calls:
+                    if grace:
+                        rec.calls(turn, step, calls)
+                        rec.fill_results(NOT_RUN_GRACE)
+                        rec.close_step()
+                        raise _TurnEnd("max-steps", {"steps": steps_used})
+                    await self._run_tools(turn, step, calls)
+                    answer_now = answer_now or self._runner.refused_repeat
+                    rec.close_step()
+                    await self._maybe_compact()
+                    limit = self.options.max_steps
+                    if limit is not None and steps_used >= limit:
+                        if not self.options.grace_step:
+                            raise _TurnEnd("max-steps", {"steps": steps_used})
+                        grace = True
+                    continue
+                rec.close_step()
+                answer = content
+                await self._turn_stopping(turn, answer)
+                if self.inbox.has_steering():
+                    continue
+                await self._maybe_compact()
+                if self.inbox.has_steering():
+                    continue
+                raise _TurnEnd("completed")
+        except _TurnEnd as end:
+            rec.end_turn(turn, end.kind, end.detail, end.error)
+            if end.kind == "max-steps":
+                raise MaxStepsExceeded(
+                    f"turn {turn} used its {self.options.max_steps}-step budget"
+                    f"{' and the grace step' if self.options.grace_step else ''} without a final answer"
+                ) from None
+            return answer
+        except asyncio.CancelledError:
+            rec.abort(turn, self._runner.done, self._runner.started)
+            task = asyncio.current_task()
+            if self._cancel_requested and task is not None:
+                task.uncancel()
+                raise RunCancelled(f"turn {turn} was cancelled") from None
+            raise
+        except BaseException as e:
+            # Provider errors after retries, hook errors, anything else: close the turn validly.
+            rec.fill_results(FAILED_BEFORE)
+            rec.close_step()
+            rec.end_turn(turn, "error", {"message": f"{type(e).__name__}: {e}"}, f"{type(e).__name__}: {e}")
+            raise
+
+    async def _pre_step(self, turn: int, step: int, claimed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        hooks = self.hooks.pre_step_hooks
+        if not hooks:
+            return claimed
+        ctx = PreStepContext(self, turn, step, list(claimed))
+
+        async def default() -> Enter:
+            return Enter(tuple(ctx.messages))
+
+        decision = await self._waterfall("pre_step", hooks, ctx, default, pre_step_decision)
+        if isinstance(decision, Reject):
+            raise _TurnEnd("blocked", {"message": decision.reason}, decision.reason)
+        if not decision.messages and step == 1:
+            raise _TurnEnd("blocked", {"message": "the input was rewritten to nothing"}, "empty input")
+        return [dict(m) for m in decision.messages]
+
+    async def _waterfall(
+        self,
+        domain: str,
+        listeners: Sequence[Callable[..., Any]],
+        ctx: Any,
+        default: Callable[[], Any],
+        decision: Callable[[Any, str], Any] | None = None,
+    ) -> Any:
+        """An agent-side waterfall: a refusal ends the turn ``blocked`` naming the listener (the
+        open step is closed first); a listener's error ends it ``error``."""
+        try:
+            return await self._hook(domain, run_waterfall(listeners, ctx, default, domain, decision))
+        except HookRefused as r:
+            self._rec.close_step()
+            raise _TurnEnd(
+                "blocked", {"message": str(r), "hook": r.hook, "listener": r.listener}, str(r)
+            ) from None
+
+    async def _turn_stopping(self, turn: int, answer: str) -> None:
+        for fn in self.hooks.turn_stopping_hooks:
+            await self._hook("turn_stopping", _call(fn, TurnStoppingContext(self, turn, answer)))
+
+    async def _hook(self, domain: str, awaitable: Any) -> Any:
+        try:
+            return await awaitable
+        except (HookError, _TurnEnd, asyncio.CancelledError):
+            raise
+        except Exception as e:
+            raise HookError(f"{domain} hook raised {type(e).__name__}: {e}") from e
+
+    # --- one request -----------------------------------------------------------------------
+
+    async def _request_params(self, turn: int, step: int) -> Params:
+        o = self.options
+        params = {"model": self._model, "max_tokens": o.max_tokens, "temperature": o.temperature}
+        if self.hooks.request_hooks:
+            ctx = RequestContext(self, turn, step, tuple(self.session.derive_messages()), params)
+
+            async def default() -> dict[str, Any]:
+                return ctx.params
+
+            params = await self._waterfall(
+                "request", self.hooks.request_hooks, ctx, default, request_decision
+            )
+        return Params.split(params)
+
+    async def _request(self, turn: int, step: int, offer_tools: bool, retries: int) -> tuple[Reply, int]:
+        attempt = 0
+        while True:
+            params = await self._request_params(turn, step)
+            tools = self.registry.schemas() if offer_tools and len(self.registry) else ()
+            self._requests.log_header(self._rec, params, tools)
+            await self._flush()
+            request = self._requests.build(params, tools)
+            if self.options.check_invariants:
+                self._requests.check_invariant(request)
+            try:
+                return await self._stream(request, turn, step), retries
+            except StreamInterrupted as e:
+                retries += 1
+                self._rec.partial(turn, step, e.partial_text)
+                if retries > self.options.max_stream_retries:
+                    raise
+                self._emit(Retrying(f"stream interrupted: {e}", retries))
+                self._rec.user({"role": "user", "content": CONTINUE_PROMPT, "source": "continue"})
+            except (asyncio.CancelledError, HookError, _TurnEnd):
+                raise
+            except Exception as e:
+                attempt += 1
+                self._rec.partial(turn, step)
+                if not self.hooks.request_error_hooks:
+                    raise
+                ectx = RequestErrorContext(self, turn, step, e, attempt)
+
+                async def stand() -> str:
+                    return RAISE
+
+                try:
+                    decision = await self._hook(
+                        "request_error",
+                        run_waterfall(
+                            self.hooks.request_error_hooks,
+                            ectx,
+                            stand,
+                            "request_error",
+                            request_error_decision,
+                        ),
+                    )
+                except HookRefused:
+                    decision = RAISE  # a refusal lets the error stand
+                if decision != RETRY:
+                    raise
+                self._emit(Retrying(f"{type(e).__name__}: {e}", attempt))
+
+    async def _stream(self, request: Any, turn: int, step: int) -> Reply:
+        reply = Reply(chunks=[] if self.options.record_chunks else None)
+        if self._rec.open is not None:
+            self._rec.open.reply = reply
+        if self.hooks.llm_stream_hooks:
+
+            async def base() -> Any:
+                return self.provider.stream(request)
+
+            stream = await self._waterfall(
+                "llm_stream",
+                self.hooks.llm_stream_hooks,
+                StreamContext(self, request),
+                base,
+                stream_decision,
+            )
+        else:
+            stream = self.provider.stream(request)
+        return await read_stream(stream, reply, self._rec, self._emit, turn, step)
+
+    def _report_usage(self, u: Usage) -> None:
+        self.last_usage = u
+        self.last_prompt_tokens = u.prompt_tokens or None
+        cost_fn = getattr(self.provider, "cost", None)  # a provider that knows its prices has one
+        self._emit(UsageEvent.of(u, "executor", cost_fn(u) if callable(cost_fn) else None))
+
+    # --- tools -----------------------------------------------------------------------------
+
+    async def _run_tools(self, turn: int, step: int, calls: list[ToolCall]) -> None:
+        self._rec.calls(turn, step, calls)
+        for r in await self._runner.run_batch(calls, turn=turn, step=step):
+            self._rec.result(r.content, r.is_error, r.meta)
+        await self._flush()
+
+    async def _flush(self) -> None:
+        # An fsync takes milliseconds and would stall every other session on this event loop; the
+        # session's lock keeps a concurrent append or a later flush waiting for this one.
+        if self.session.flush_syncs:
+            await asyncio.to_thread(self.session.flush)
+        else:
+            self.session.flush()
+
+    # --- compaction ------------------------------------------------------------------------
+
+    def _make_compactor(self) -> Compactor:
+        settings = self.options.compaction(self.window)
+        # summary calls are provider streams too: they pass through the llm_stream hooks
+        if settings.summary_provider is not None:
+            summarizer = HookedProvider(self, settings.summary_provider, "compaction")
+            settings = dataclasses.replace(settings, summary_provider=summarizer)
+        return Compactor(
+            self.session, HookedProvider(self, self.provider, "compaction"), settings, self._emit
+        )
+
+    async def _maybe_compact(self) -> None:
+        try:
+            await self.compactor.maybe_compact(self.last_prompt_tokens, self.registry.schemas())
+        except asyncio.CancelledError:
+            raise
+        except FoldlogError as e:
+            self._emit(Notice(f"compaction failed: {e}", "warn"))
+        except Exception as e:
+            self._emit(Notice(f"compaction failed: {type(e).__name__}: {e}", "warn"))
+
+
+async def _call(fn: Callable[..., Any], *args: Any) -> Any:
+    out = fn(*args)
+    if inspect.isawaitable(out):
+        out = await out
+    return out
+
+
+__all__ = ["Agent"]

@@ -1,0 +1,83 @@
+"""Agent options: the loop's limits and the compaction constants (see spec/compaction.md).
+
+`Options` is what a user sets; the layers below get small typed views of it, once:
+`Options.tool_limits` (the tool runner's bounds) and `Options.compaction` (the compactor's
+settings, with the context window resolved).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+
+from foldlog.compaction.settings import CompactionOptions, CompactionSettings
+from foldlog.errors import ConfigError
+from foldlog.tools.host import ARGUMENT_LIMIT, ToolLimits
+
+
+@dataclass(slots=True)
+class Options(CompactionOptions):
+    """Every knob of a run. Defaults follow the spec; ``None`` limits mean unbounded.
+
+    The compaction constants (`CompactionOptions`: ``soft_compact_ratio``, ``compact_ratio``,
+    ``force_compact_ratio``, ``tail_tokens``, ``min_recent_keep``, ``pinned_user_turn_tokens``,
+    ``min_fold_tokens``, ``summary_timeout``, ``stuck_limit``, ``prune_min_bytes``,
+    ``keep_policy``, ``summary_provider``, ``archive_dir``) are keyword-only."""
+
+    max_steps: int | None = 50
+    grace_step: bool = True
+    max_parallel_tools: int = 8
+    tool_output_limit: int = 32768
+    tool_timeout: float | None = None
+    # a call whose arguments are larger (UTF-8 bytes) gets an error result instead of running
+    tool_argument_limit: int | None = ARGUMENT_LIMIT
+    # the context window in tokens (None: the provider's)
+    context_window: int | None = None
+    # request parameters (the `request` hook may still change them per call); `model` None: the
+    # provider's
+    model: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    # check the request invariant (messages == session.wire_messages()) on every request
+    debug_invariants: bool = False
+    # StreamInterrupted retries per turn (each adds a short "continue" user message)
+    max_stream_retries: int = 3
+    # record every stream chunk as an `assistant/chunk` event as it arrives (token-level replay);
+    # the assistant message then lists them in `sourceEventSeqs`. Off: one event per reply.
+    record_chunks: bool = False
+
+    def __post_init__(self) -> None:
+        if self.max_steps is not None and self.max_steps < 1:
+            raise ConfigError(f"Options.max_steps must be >= 1 or None, got {self.max_steps}")
+        if self.max_parallel_tools < 1:
+            raise ConfigError(f"Options.max_parallel_tools must be >= 1, got {self.max_parallel_tools}")
+        if self.tool_output_limit < 64:
+            raise ConfigError(f"Options.tool_output_limit must be >= 64, got {self.tool_output_limit}")
+        if self.tool_argument_limit is not None and self.tool_argument_limit < 1:
+            raise ConfigError(
+                f"Options.tool_argument_limit must be >= 1 or None, got {self.tool_argument_limit}"
+            )
+        if self.tool_timeout is not None and self.tool_timeout <= 0:
+            raise ConfigError(f"Options.tool_timeout must be > 0 or None, got {self.tool_timeout}")
+        CompactionOptions.__post_init__(self)  # (zero-argument super() fails in a slots dataclass)
+
+    @property
+    def check_invariants(self) -> bool:
+        return self.debug_invariants or os.environ.get("FOLDLOG_DEBUG") == "1"
+
+    @property
+    def tool_limits(self) -> ToolLimits:
+        """The bounds the tool runner keeps."""
+        return ToolLimits(
+            max_parallel=self.max_parallel_tools,
+            output_limit=self.tool_output_limit,
+            timeout=self.tool_timeout,
+            argument_limit=self.tool_argument_limit,
+        )
+
+    def compaction(self, window: int | None = None) -> CompactionSettings:
+        """The compactor's settings; ``window``: the resolved context window (default: this
+        `context_window`; 0 or None: unknown)."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(CompactionOptions)}
+        return CompactionSettings(window=int(window or self.context_window or 0), **fields)

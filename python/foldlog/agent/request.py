@@ -1,0 +1,217 @@
+"""One request of a step: its params, the ``request/header`` event, the messages (with the
+core's cached wire JSON when the provider sends it), and the reply read from the stream.
+
+Every request carries exactly ``session.wire_messages()`` at that moment; the header event is
+logged on the first request and whenever the model, the tools or the params change.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from foldlog.errors import StreamInterrupted
+from foldlog.events import Reasoning, Text, ToolDispatch
+from foldlog.hooks import StreamContext, run_waterfall, stream_decision
+from foldlog.providers.base import Request, chunk_data
+from foldlog.providers.content import ContentScan
+
+if TYPE_CHECKING:
+    from foldlog.agent.loop import Agent
+    from foldlog.agent.recorder import Reply, StepRecorder
+    from foldlog.log.session import Session
+    from foldlog.providers.base import Provider
+
+_UNSET = object()
+
+
+@dataclass(frozen=True, slots=True)
+class Params:
+    """A step's request parameters once the ``request`` hook has had them."""
+
+    model: str | None
+    max_tokens: int | None
+    temperature: float | None
+    extra: dict[str, Any]  # provider params a hook added (``tool_choice``, …)
+
+    @classmethod
+    def split(cls, params: Mapping[str, Any]) -> Params:
+        rest = dict(params)
+        return cls(rest.pop("model", None), rest.pop("max_tokens", None), rest.pop("temperature", None), rest)
+
+    def header(self) -> dict[str, Any]:
+        """The ``params`` of the ``request/header`` event (the unset ones left out)."""
+        known = {"max_tokens": self.max_tokens, "temperature": self.temperature}
+        return {**{k: v for k, v in known.items() if v is not None}, **self.extra}
+
+
+class Requests:
+    """Builds the requests of one agent's session for its provider."""
+
+    def __init__(self, session: Session, provider: Provider) -> None:
+        self.session = session
+        self.provider = provider
+        self._content = ContentScan()  # the non-text blocks of the requests, kept incrementally
+        self._header: str | None = _last_header(session)
+        self._header_tools: Any = None
+        self._header_model: Any = _UNSET
+        self._header_params: dict[str, Any] = {}
+
+    def log_header(self, recorder: StepRecorder, params: Params, tools: Sequence[Mapping[str, Any]]) -> None:
+        """Log ``request/header`` when the model, the tools or the params changed."""
+        header = params.header()
+        model = params.model
+        if tools is self._header_tools and model == self._header_model and header == self._header_params:
+            return
+        data = {"model": model, "tools": [dict(t) for t in tools], "params": header}
+        key = json.dumps(data, sort_keys=True, default=str)
+        self._header_tools, self._header_model, self._header_params = tools, model, header
+        if key != self._header:
+            self._header = key
+            recorder.append("request/header", json.loads(key))
+
+    def build(self, params: Params, tools: Sequence[Mapping[str, Any]]) -> Request:
+        """The request for the session as it is now (flushed: the header and claimed input are
+        in the log before anything reaches the model)."""
+        style = _wire_style(self.provider)
+        wire = self.session.wire_request(style) if style is not None else None
+        messages = wire.messages if wire is not None else self.session.wire_messages()
+        return Request(
+            messages=messages,
+            tools=tools,
+            model=params.model,
+            max_tokens=params.max_tokens,
+            temperature=params.temperature,
+            params=params.extra,
+            wire=wire,
+            # indexed only for a provider that checks what it can send (a cost per request)
+            content=self._content.index(messages) if _checks_content(self.provider) else None,
+        )
+
+    def check_invariant(self, request: Request) -> None:
+        if list(request.messages) != list(self.session.wire_messages()):
+            raise AssertionError(
+                "foldlog invariant broken: the request messages differ from session.wire_messages()"
+            )
+
+
+async def read_stream(
+    stream: AsyncIterator[Any],
+    reply: Reply,
+    recorder: StepRecorder,
+    emit: Callable[[Any], None],
+    turn: int,
+    step: int,
+) -> Reply:
+    """Read a provider stream into ``reply``, telling the sink as it goes (and recording each
+    chunk when ``reply.chunks`` is kept). Raises `StreamInterrupted` for a stream that ended
+    without a finish reason."""
+    recorded = reply.chunks
+    try:
+        async for chunk in stream:
+            kind = chunk.kind
+            if recorded is not None:
+                data = {"turn": turn, "step": step, "chunk": chunk_data(chunk)}
+                recorded.append(recorder.append("assistant/chunk", data))
+            if kind == "text":
+                reply.text.append(chunk.text)
+                emit(Text(chunk.text, turn, step))
+            elif kind == "reasoning":
+                reply.reasoning.append(chunk.text)
+                emit(Reasoning(chunk.text, turn, step))
+            elif kind == "tool_call_start":
+                emit(ToolDispatch(chunk.id, chunk.name, "", partial=True))
+            elif kind == "tool_call":
+                reply.calls.append(chunk.call)
+            elif kind == "usage":
+                reply.usage = chunk.usage
+            elif kind == "done":
+                reply.finish = chunk.finish_reason
+            elif kind == "error":
+                raise chunk.error
+    finally:
+        aclose = getattr(stream, "aclose", None)  # an async generator's; a plain iterator has none
+        if aclose is not None:
+            await aclose()
+    if reply.finish is None or reply.finish == "cut":
+        raise StreamInterrupted(
+            "the stream ended without a finish reason (cut connection)", partial_text="".join(reply.text)
+        )
+    return reply
+
+
+class HookedProvider:
+    """A provider whose every stream passes through an agent's ``llm_stream`` hooks: what the
+    agent hands its compactor, so a summary call is no way around a stream policy. Everything
+    else is the wrapped provider's."""
+
+    def __init__(self, agent: Agent, provider: Provider, purpose: Literal["step", "compaction"]) -> None:
+        self._agent = agent
+        self._provider = provider
+        self._purpose = purpose
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._provider, name)
+
+    def __repr__(self) -> str:
+        return f"HookedProvider({self._provider!r})"
+
+    @property
+    def model(self) -> str:
+        return self._provider.model
+
+    @model.setter
+    def model(self, name: str) -> None:
+        self._provider.model = name
+
+    @property
+    def context_window(self) -> int | None:
+        return self._provider.context_window
+
+    async def stream(self, request: Request) -> AsyncIterator[Any]:
+        listeners = self._agent.hooks.llm_stream_hooks
+        provider = self._provider
+
+        async def base() -> Any:
+            return provider.stream(request)
+
+        # a refusal raises HookRefused here: the caller's call fails (a summary falls back)
+        stream = await run_waterfall(
+            listeners, StreamContext(self._agent, request, self._purpose), base, "llm_stream", stream_decision
+        )
+        try:
+            async for chunk in stream:
+                yield chunk
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    async def aclose(self) -> None:
+        await self._provider.aclose()
+
+
+def _checks_content(provider: Any) -> bool:
+    """Whether the provider checks what it can send (it declares ``content_types``)."""
+    return getattr(provider, "content_types", None) is not None
+
+
+def _wire_style(provider: Any) -> str | None:
+    """The provider's wire style, when it sends the core's cached message JSON (`foldlog.log.wire`)."""
+    fn = getattr(provider, "wire_style", None)
+    style = fn() if callable(fn) else None
+    return style if isinstance(style, str) else None
+
+
+def _last_header(session: Session) -> str | None:
+    events = session.events
+    for i in range(len(events) - 1, -1, -1):
+        ev = events[i]
+        if ev["type"] == "request/header":
+            return json.dumps(ev["data"], sort_keys=True, default=str)
+    return None
+
+
+__all__ = ["HookedProvider", "Params", "Requests", "read_stream"]

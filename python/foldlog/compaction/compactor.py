@@ -1,0 +1,455 @@
+"""Compaction: fold the middle of a long session into a digest, recorded in the log.
+
+``Compactor.maybe_compact`` is the trigger the agent calls after every tool batch and before it
+returns an answer (``spec/compaction.md``, "Trigger"); ``Compactor.compact`` runs one compaction
+(``Agent.compact`` → trigger ``manual``, forced). ``Compactor.plan`` is the planning call a
+compaction makes and a preview shows (``foldlog compact --dry-run``): the planner's input built by
+the core (``Session.plan_history``) with the session's tokenizer, planned by the Rust planner. The
+summary call and its fallback are :mod:`foldlog.compaction.summary`.
+
+What a fold records (nothing is ever deleted; the folded events stay in the log)::
+
+    compaction/start {id, trigger, focus?}
+    tool/result …        (prune: replaces a large folded result, surfaceOp replace S..S)
+    compaction/summary {id, summary, folded, kept, tokensBefore, tokensAfter, model, mechanical, archive?}
+    user/message         (the digest, surfaceOp fold S..E keeping `kept`)
+    compaction/end {id, error?}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from foldlog.compaction import planning, summary
+from foldlog.compaction.settings import CompactionSettings
+from foldlog.errors import CompactionError
+from foldlog.events import CompactionDone, CompactionStarted, Notice
+from foldlog.events import Usage as UsageEvent
+from foldlog.log.frozen import thaw
+from foldlog.log.text import message_text
+
+if TYPE_CHECKING:
+    from foldlog._core import CompactionPlan, PlanHistory
+    from foldlog.log.session import Session
+    from foldlog.providers.base import Provider, Usage
+
+ELISION = (
+    planning.ELIDED_PREFIX + "{name}, {n} bytes dropped to save context; "
+    "re-run the tool if the data is needed again]"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPreview:
+    """What a compaction of the current surface would do: the plan a run folds by.
+
+    ``Compactor.plan`` makes it and a run folds exactly what it says (the run's
+    :attr:`CompactionResult.preview` is the plan it used). Counts are the session's tokenizer's
+    (``tokenizer``: ``deepseek-v4``, ``cl100k``, ``o200k`` or ``estimate``); ``tokens_after`` is
+    without the digest, whose size is known only once it is written.
+    """
+
+    messages: int  # on the surface
+    pinned: int  # the verbatim prefix
+    kept: int  # region messages kept verbatim
+    folded: int  # region messages summarised (0 when the plan folds nothing)
+    tail: int  # the verbatim recent tail
+    tokens_before: int
+    tokens_after: int
+    skipped: str | None  # why nothing is folded (None: a fold)
+    tokenizer: str
+    history: PlanHistory = field(repr=False, compare=False)
+    plan: CompactionPlan = field(repr=False, compare=False)
+    seqs: tuple[int, ...] = field(repr=False, compare=False)
+
+    @property
+    def should_fold(self) -> bool:
+        return self.skipped is None
+
+    def describe(self) -> str:
+        """What the plan folds, for people: ``44 message(s) (keeping 0 of them in place, the first
+        1 pinned and the last 70 as the tail); 29,381 → 16,142 tokens before the digest
+        (deepseek-v4)``, or why nothing is folded."""
+        if not self.should_fold:
+            return f"nothing to fold ({self.skipped}; {self.tokens_before:,} tokens, {self.tokenizer})"
+        approx = "≈" if self.tokenizer == "estimate" else ""
+        return (
+            f"{self.folded} message(s) (keeping {self.kept} of them in place, the first {self.pinned} "
+            f"pinned and the last {self.tail} as the tail); {approx}{self.tokens_before:,} → "
+            f"{approx}{self.tokens_after:,} tokens before the digest ({self.tokenizer})"
+        )
+
+
+@dataclass(slots=True)
+class CompactionResult:
+    """What one compaction did."""
+
+    id: str
+    trigger: str
+    folded: int = 0  # chat messages folded into the digest (0: nothing folded)
+    kept: int = 0
+    pruned: int = 0  # tool results elided
+    summary: str = ""
+    mechanical: bool = False
+    archive: str | None = None
+    tokens_before: int = 0
+    tokens_after: int = 0  # with the digest
+    digest_tokens: int = 0
+    skipped: str | None = None
+    folded_seqs: list[int] = field(default_factory=list)
+    preview: CompactionPreview | None = None  # the plan the fold followed
+
+
+def unfinished_compaction(session: Session) -> dict[str, Any] | None:
+    """The ``compaction/start`` data of a compaction that started and never ended (a crash
+    between start and end), with its ``seq``; ``None`` when every compaction finished."""
+    seq = session.unfinished_compaction
+    if seq is None:
+        return None
+    data = dict(session.events[seq]["data"])
+    data["seq"] = seq
+    return data
+
+
+class Compactor:
+    """Keeps one session inside its context window.
+
+    ``settings``: its constants and the resolved window (`foldlog.Options.compaction`; default:
+    the spec's, no window). ``emit`` receives :mod:`foldlog.events` dataclasses (``Notice``,
+    ``CompactionStarted``, ``CompactionDone``, ``Usage`` with source ``compaction``). Tokens are
+    counted with the session's tokenizer for :attr:`model` (exact counts kept in the log, or the
+    session's calibrated estimate), through the core: the trigger, the plan and a preview of it
+    count alike.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        provider: Provider,
+        settings: CompactionSettings | None = None,
+        emit: Callable[[Any], Any] | None = None,
+    ) -> None:
+        self.session = session
+        self.provider = provider
+        self.settings = settings if settings is not None else CompactionSettings()
+        self._emit = emit or (lambda event: None)
+        self._soft_noticed = False
+        #: auto-compactions that folded on consecutive steps (calls of `maybe_compact`)
+        self.consecutive = 0
+        self.stuck = False
+
+    @property
+    def window(self) -> int:
+        return self.settings.window
+
+    @property
+    def model(self) -> str | None:
+        """The model whose tokenizer counts: the session's (the agent sets it), else the
+        provider's; ``None`` leaves the choice to the session (its default model)."""
+        return self.session.model or self.provider.model or None
+
+    # --- the trigger -----------------------------------------------------------------------
+
+    async def maybe_compact(self, prompt_tokens: int | None, tools: Sequence[Mapping[str, Any]] = ()) -> None:
+        """Compact when the latest request's prompt passed ``compact_ratio`` of the window.
+
+        Called once per step (after every tool batch and before an answer is returned).
+        ``prompt_tokens`` is the provider's count for the latest single request; ``None`` (no
+        usage reported) falls back to the session's local count of the derived messages and the
+        tools. Failures become a warning ``Notice``; nothing is raised but cancellation.
+
+        The stuck guard counts auto-compactions that folded on consecutive steps: a step without
+        one resets the count; at ``stuck_limit`` auto-compaction pauses (a warning) until a
+        request fits under the trigger again.
+        """
+        window = self.window
+        if window <= 0:
+            return
+        opts = self.settings
+        measured = prompt_tokens if prompt_tokens is not None else self._local_prompt_tokens(tools)
+        if measured < window * opts.compact_ratio:
+            self.consecutive = 0
+            self.stuck = False
+            if measured >= window * opts.soft_compact_ratio and not self._soft_noticed:
+                self._soft_noticed = True
+                self._notice(
+                    f"context at {measured / window:.0%} of the {window:,}-token window; "
+                    f"it is compacted at {opts.compact_ratio:.0%}"
+                )
+            return
+        if self.stuck:
+            return
+        force = measured >= window * opts.force_compact_ratio
+        folded = False
+        try:
+            result = await self._run("auto", None, force, measured)
+            folded = result is not None and result.folded > 0
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # a failed compaction must never end the run
+            self._notice(f"compaction failed: {e}", "warn")
+        finally:
+            self.consecutive = self.consecutive + 1 if folded else 0
+        if self.consecutive >= opts.stuck_limit:
+            self.stuck = True
+            self._notice(
+                f"auto-compaction paused: it folded on {self.consecutive} consecutive steps and the "
+                f"prompt was past {opts.compact_ratio:.0%} of the window again each time: the "
+                f"{window:,}-token context window is too small for the recent tail plus the pinned "
+                "prefix (use a larger window, a smaller tail_tokens, or compact manually)",
+                "warn",
+            )
+
+    async def compact(
+        self, trigger: str = "manual", focus: str | None = None, force: bool = False
+    ) -> CompactionResult | None:
+        """Run one compaction now (the stuck latch does not apply). Returns ``None`` when there
+        is nothing to fold."""
+        return await self._run(trigger, focus, force, None)
+
+    # --- planning ------------------------------------------------------------------------------
+
+    def plan(self, *, force: bool = False) -> CompactionPreview:
+        """Plan a compaction of the current surface: the call a compaction makes before it folds
+        (and again after pruning), so a preview is what the run will do.
+
+        ``compact(force=True)`` (manual compaction, ``foldlog compact``) folds
+        ``plan(force=True)``."""
+        history = self.session.plan_history(self.model)
+        seqs = tuple(self.session.surface_seqs())
+        if len(seqs) != len(history):
+            raise CompactionError(f"the session planned {len(history)} messages but {len(seqs)} surface seqs")
+        plan = history.plan(**self.settings.plan_kwargs(force=force))
+        n = len(history)
+        return CompactionPreview(
+            messages=n,
+            pinned=plan.head,
+            kept=len(plan.kept),
+            folded=plan.fold_count if plan.should_fold else 0,
+            tail=n - plan.tail_start,
+            tokens_before=plan.tokens_before,
+            tokens_after=plan.tokens_after,
+            skipped=plan.skipped,
+            tokenizer=self.session.tokenizer(self.model).name,
+            history=history,
+            plan=plan,
+            seqs=seqs,
+        )
+
+    def _local_prompt_tokens(self, tools: Sequence[Mapping[str, Any]]) -> int:
+        # the session's running total (exact tokenizers: O(new messages) per step), with the tools
+        return self.session.token_count(self.model, tools)
+
+    # --- one compaction ----------------------------------------------------------------------
+
+    async def _run(
+        self, trigger: str, focus: str | None, force: bool, measured: int | None
+    ) -> CompactionResult | None:
+        opts = self.settings
+        planned = self.plan(force=force)
+        prune = (
+            planned.history.prune_candidates(planned.plan, opts.prune_min_bytes) if trigger == "auto" else []
+        )
+        if not planned.should_fold and not prune:
+            if trigger != "auto":
+                self._notice(f"nothing to compact ({planned.skipped})")
+            return None
+
+        number = self.session.events.types().count("compaction/start") + 1
+        cid = f"compaction-{number}"
+        result = CompactionResult(cid, trigger, tokens_before=planned.tokens_before)
+        self._emit(CompactionStarted(trigger, focus))
+        start: dict[str, Any] = {"id": cid, "trigger": trigger}
+        if focus:
+            start["focus"] = focus
+        self.session.append_event("compaction/start", start)
+        try:
+            end = await self._body(result, planned, prune, measured, force, number, focus)
+        except BaseException as e:
+            # the fold lands in one append or not at all; close the compaction with the error
+            why = "cancelled" if isinstance(e, asyncio.CancelledError) else f"{type(e).__name__}: {e}"
+            try:
+                self.session.append_event("compaction/end", {"id": cid, "error": why})
+            finally:
+                self._emit(CompactionDone(trigger, 0, "", None, False))
+            raise
+        return self._finish(result, end)
+
+    async def _body(
+        self,
+        result: CompactionResult,
+        planned: CompactionPreview,
+        prune: Sequence[int],
+        measured: int | None,
+        force: bool,
+        number: int,
+        focus: str | None,
+    ) -> dict[str, Any]:
+        """Prune, then fold; returns the ``compaction/end`` data."""
+        cid = result.id
+        if prune:
+            saved = self._prune(planned, prune)
+            result.pruned = len(prune)
+            self._notice(f"elided {len(prune)} large tool result(s) in the fold region (~{saved:,} tokens)")
+            trigger_at = self.window * self.settings.compact_ratio
+            if measured is not None and not force and measured - saved < trigger_at:
+                result.skipped = "pruned"
+                return {"id": cid, "pruned": len(prune)}
+            planned = self.plan(force=force)
+            if not planned.should_fold:
+                result.skipped = planned.skipped
+                return {"id": cid, "pruned": len(prune), "skipped": planned.skipped}
+        await self._fold(result, planned, number, focus)
+        return {"id": cid}
+
+    def _finish(self, result: CompactionResult, end: dict[str, Any]) -> CompactionResult:
+        self.session.append_event("compaction/end", end)
+        self.session.flush()
+        self._emit(
+            CompactionDone(result.trigger, result.folded, result.summary, result.archive, result.mechanical)
+        )
+        return result
+
+    def _prune(self, planned: CompactionPreview, indices: Sequence[int]) -> int:
+        """Replace each large folded tool result with the elision line; returns the tokens saved."""
+        saved = 0
+        tokens = planned.history.tokens()
+        messages = self.session.derive_messages()
+        tokenizer = self.session.tokenizer(self.model)
+        for i in indices:
+            seq = planned.seqs[i]
+            original = self.session.events[seq]
+            data = thaw(original["data"])
+            msg = data.get("message") if isinstance(data.get("message"), dict) else None
+            if original["type"] != "tool/result" or msg is None:
+                continue  # only recorded tool results are replaced (never a foreign shape)
+            text = message_text(messages[i])
+            name = str(msg.get("toolName") or messages[i].get("name") or "tool")
+            n = len(text.encode())
+            msg["content"] = ELISION.format(name=name, n=n)
+            data["meta"] = {**(data.get("meta") or {}), "elidedBytes": n}
+            self.session.append_event(
+                "tool/result",
+                data,
+                surface_op={"op": "replace", "start": seq, "end": seq},
+                source_event_seqs=[seq],
+            )
+            elided = {
+                "role": "tool",
+                "tool_call_id": messages[i].get("tool_call_id"),
+                "content": msg["content"],
+            }
+            saved += max(tokens[i] - tokenizer.count_message(elided), 0)
+        return saved
+
+    async def _fold(
+        self, result: CompactionResult, planned: CompactionPreview, number: int, focus: str | None
+    ) -> None:
+        opts = self.settings
+        plan, seqs = planned.plan, planned.seqs
+        messages = self.session.derive_messages()
+        first, last = seqs[plan.head], seqs[plan.tail_start - 1]
+        nodes = self.session.surface_nodes()
+        pos = {s: k for k, s in enumerate(nodes)}
+        keep = [seqs[i] for i in plan.kept]
+        keep_set = set(keep)
+        removed = [s for s in nodes[pos[first] : pos[last] + 1] if s not in keep_set]
+        folded = [messages[i] for i in plan.fold]
+        if opts.archive_dir:
+            result.archive = write_archive(Path(opts.archive_dir), self.session.id, number, folded)
+
+        provider = opts.summary_provider or self.provider
+        # the summariser's own window (another model's, when summary_provider is set)
+        window = int(provider.context_window or self.window or 128_000)
+        request = summary.summary_request(
+            folded,
+            focus=focus,
+            max_chars=_transcript_chars(window),
+            model=None,  # the summary provider's own model
+        )
+
+        def on_usage(u: Usage) -> None:
+            self._emit(UsageEvent.of(u, "compaction"))
+
+        outcome = await summary.summarize(provider, request, timeout=opts.summary_timeout, on_usage=on_usage)
+        result.mechanical = not outcome.text
+        if result.mechanical:
+            where = result.archive or f"the session log, events #{removed[0]}–#{removed[-1]}"
+            text = summary.mechanical_summary(len(folded), where)
+            self._notice(f"the summary was unavailable ({outcome.error}); folded mechanically", "warn")
+        else:
+            text = outcome.text
+        content = summary.digest_content(text)
+        # counted as the planner will count the derived digest
+        result.digest_tokens = self.session.tokenizer(self.model).count_message(
+            {"role": "user", "content": content}
+        )
+        result.summary = text
+        result.folded = len(folded)
+        result.kept = len(keep)
+        result.folded_seqs = removed
+        result.tokens_after = plan.tokens_after + result.digest_tokens
+        result.preview = planned
+        record: dict[str, Any] = {
+            "id": result.id,
+            "summary": text,
+            "folded": removed,
+            "kept": keep,
+            "tokensBefore": plan.tokens_before,
+            "tokensAfter": result.tokens_after,
+            "model": provider.model or "",
+            "mechanical": result.mechanical,
+        }
+        if result.archive:
+            record["archive"] = result.archive
+        self.session.append_event("compaction/summary", record)
+        self.session.append_event(
+            "user/message",
+            {"role": "user", "content": content, "source": "compaction"},
+            surface_op={"op": "fold", "start": first, "end": last, "keep": keep},
+            source_event_seqs=removed,
+        )
+        self._soft_noticed = False
+
+    def _notice(self, message: str, level: Literal["info", "warn"] = "info") -> None:
+        self._emit(Notice(message, level))
+
+
+def _transcript_chars(window: int) -> int:
+    """Characters of transcript the summariser gets: its window less room for the reply and the
+    instructions, at a conservative 3 characters per token."""
+    reserve = min(16_384, window // 4) + 1_024
+    return max(window - reserve, window // 4) * 3
+
+
+def write_archive(
+    directory: Path, session_id: str, number: int, messages: Sequence[Mapping[str, Any]]
+) -> str:
+    """Write the folded messages as JSONL to ``<dir>/<UTC yyyymmdd-HHMMSS.mmm>-<session>-<n>.jsonl``,
+    created 0600 (its folder 0700 when made here), never overwriting an existing file. Returns the path."""
+    from foldlog.stores.file import private_folder
+
+    private_folder(directory)
+    now = time.time()
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}"
+    base = f"{stamp}-{session_id}-{number}"
+    body = "".join(json.dumps(thaw(m), ensure_ascii=False) + "\n" for m in messages).encode()
+    for attempt in range(100):
+        path = directory / (f"{base}.jsonl" if attempt == 0 else f"{base}.{attempt}.jsonl")
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "wb") as f:
+            f.write(body)
+            f.flush()
+            os.fsync(f.fileno())
+        return str(path)
+    raise CompactionError(f"could not create a new archive file for {base} in {directory}")

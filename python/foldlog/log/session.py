@@ -1,0 +1,579 @@
+"""`Session`: the thread-safe façade over one event log.
+
+The log (in the Rust core) is the single source of truth; the messages a model sees are
+derived from it. One writer, many reader threads: readers never see a half-appended event.
+A file-backed session (`Session.open`) holds the store's single-writer lock and writes each
+pending batch, fsynced, on `flush()` (the agent flushes before every model request and after
+every tool batch) and on `close()`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from foldlog import _core
+from foldlog.errors import ConfigError, InvalidEventError, StorageError
+from foldlog.log.frozen import EventsView, FrozenDict, freeze, thaw
+from foldlog.stores.base import StoreWriter
+
+if TYPE_CHECKING:
+    from foldlog._core import PlanHistory
+    from foldlog.log.tokens import TokenCount, Tokenizer
+    from foldlog.log.wire import WireMessages
+
+log = logging.getLogger("foldlog.session")
+
+Durability = Literal["batch", "event", "none"]
+Subscriber = Callable[[Mapping[str, Any]], object]
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def new_session_id() -> str:
+    """Sortable by creation time, unique without coordination: ``20261129-130442-1a2b3c``."""
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def header_line(session_id: str, meta: Mapping[str, Any] | None = None, parent: str | None = None) -> bytes:
+    header = {
+        "type": "session",
+        "version": 1,
+        "id": session_id,
+        "createdAt": now_ms(),
+        "parent": parent,
+        "meta": dict(meta or {}),
+    }
+    return json.dumps(header, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
+class Session:
+    """An append-only, typed event log and the chat history derived from it."""
+
+    def __init__(
+        self,
+        system: str | None = None,
+        *,
+        id: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.id = id or new_session_id()
+        self._core = _core.Log(self.id, now_ms(), dict(meta or {}))
+        self._init_state()
+        if system is not None:
+            self.add({"role": "system", "content": system})
+
+    def _init_state(self) -> None:
+        self.path: Path | None = None
+        self._writer: StoreWriter | None = None
+        self._durability: Durability = "batch"
+        self._lock = threading.RLock()
+        self._subscribers: list[Subscriber] = []
+        self._derived: list[FrozenDict] = []
+        self._derived_gen = -1
+        # the send plan's final part as messages, for generation `_wire_gen` (see wire_messages)
+        self._wire_final: list[Mapping[str, Any]] = []
+        self._wire_gen = -1
+        self.normalized_dirty = False
+        self.repair_report: dict[str, Any] = {}
+        self.torn_tail: dict[str, int] | None = None
+        self.unfinished_compaction: int | None = None
+        #: the model whose tokenizer `token_count()` uses by default (the agent sets it)
+        self.model: str | None = None
+        # the latest reported prompt tokens: (tokens, rewrite_version, derived messages then)
+        self._reported: tuple[int, int, int] | None = None
+        self._calibration: list[tuple[int, int]] = []
+        self._calibrated_for: tuple[int, int, int] | None = None
+
+    # --- construction from storage -------------------------------------------------------
+
+    @classmethod
+    def _from_core(cls, core: _core.Log, info: Mapping[str, Any], source: str) -> Session:
+        self = cls.__new__(cls)
+        self._core = core
+        self._init_state()
+        header = core.header
+        self.id = str(header.get("id")) if header and header.get("id") else Path(source).stem
+        self.torn_tail = info.get("torn")
+        if self.torn_tail:
+            log.warning(
+                "%s: torn last line %d cut off (%d bytes); the events before it are intact",
+                source,
+                self.torn_tail["line"],
+                self.torn_tail["bytes"],
+            )
+        self.unfinished_compaction = core.open_compaction()
+        if self.unfinished_compaction is not None:
+            log.warning(
+                "%s: compaction started at event #%d never finished (crash mid-compaction); "
+                "the surface is as it was before it",
+                source,
+                self.unfinished_compaction,
+            )
+        return self
+
+    def _normalize(self) -> None:
+        report = self._core.repair(now_ms())
+        self.repair_report = report
+        self.normalized_dirty = report["events_added"] > 0
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Session:
+        """Read a log file and apply the load normalizer, in memory: the file is not changed.
+
+        A torn last line is cut (see ``torn_tail``); damage followed by valid events raises
+        `CorruptLogError` naming the line, and so does an empty file ("empty file: no header":
+        a log always starts with its header; `open` is what starts one); a log from a newer
+        foldlog raises `UnsupportedFormatError`.
+        """
+        core, info = _core.Log.read_file(Path(path))
+        self = cls._from_core(core, info, str(path))
+        self._normalize()
+        return self
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, source: str = "<bytes>") -> Session:
+        """Like `load`, from bytes (e.g. a log streamed out of a database)."""
+        core, info = _core.Log.parse(data, source, allow_empty=False)
+        self = cls._from_core(core, info, source)
+        self._normalize()
+        return self
+
+    @classmethod
+    def open(
+        cls,
+        target: str | os.PathLike[str] | Any,
+        session_id: str | None = None,
+        *,
+        system: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+        durability: Durability = "batch",
+    ) -> Session:
+        """Open a session for writing: creates it or continues it, holding its single-writer lock.
+
+        ``target`` is a ``.jsonl`` file path, a folder (with ``session_id``), or a store object
+        with ``open_writer(session_id, header_line)`` (`foldlog.stores`). A second writer fails at
+        once with `SessionLockedError` naming the holder. An open turn left by a crash is closed
+        by appending repair events (history is never rewritten in place).
+        """
+        from foldlog.stores.file import FileStore, FileStoreWriter
+
+        if durability not in ("batch", "event", "none"):
+            raise ConfigError(f"durability must be 'batch', 'event' or 'none', not {durability!r}")
+        path: Path | None = None
+        if hasattr(target, "open_writer"):
+            store = target
+        else:
+            p = Path(target)
+            if p.suffix == ".jsonl" and session_id is None:
+                path = p
+                store = None
+            else:
+                store = FileStore(p)
+        sid = session_id or (path.stem if path else new_session_id())
+        head = header_line(sid, meta)
+        writer: Any
+        if store is None:
+            assert path is not None
+            writer = FileStoreWriter(path, head, durable=durability != "none")
+        elif isinstance(store, FileStore):
+            writer = store.open_writer(sid, head, durable=durability != "none")
+            path = store.path_for(sid)
+        else:
+            writer = store.open_writer(sid, head)
+        try:
+            data = writer.read_log()
+            core, info = _core.Log.parse(data, str(path or sid))
+            if info["torn"] is not None or info["missing_newline"]:
+                cut = getattr(writer, "cut_tail", None)
+                if cut is None:
+                    raise StorageError(f"session {sid}: stored log has a torn tail the store cannot cut")
+                cut(info["valid_len"], info["missing_newline"])
+            self = cls._from_core(core, info, str(path or sid))
+            self.id = sid if core.header is None else self.id
+            core.mark_flushed(len(core))
+            self.path = path
+            self._writer = writer
+            self._durability = durability
+            self._normalize()
+            if system is not None and len(core) == 0:
+                self.add({"role": "system", "content": system})
+            self.flush()
+        except BaseException:
+            writer.close()
+            raise
+        return self
+
+    # --- writing ---------------------------------------------------------------------------
+
+    def _committed(self, seq: int) -> int:
+        if self._durability == "event" and self._writer is not None:
+            self.flush()
+        if self._subscribers:
+            event = self.events[seq]
+            for fn in list(self._subscribers):
+                try:
+                    fn(event)
+                except Exception:
+                    log.exception("session subscriber %r failed on event #%d", fn, seq)
+        return seq
+
+    def add(self, message: Mapping[str, Any]) -> int:
+        """Record an OpenAI-chat-shaped message (``role`` system/user/assistant/tool) as given.
+
+        The message is checked first, in the core (docs/log-format.md, "Message shapes"):
+        ``content`` a string or a list of content blocks (text, images, audio, files — kept and
+        derived as given), ``tool_calls`` a list of calls, tool messages with their
+        ``tool_call_id``; data that is not JSON-safe (NaN, non-string keys, objects) is refused
+        too. Anything refused raises `InvalidEventError` naming the place (``content[1].type``)
+        and nothing is recorded. Tool calls with cut arguments or empty names are recorded as
+        they are (the normalizers deal with them). Returns the event's seq.
+        """
+        if not isinstance(message, Mapping):
+            raise InvalidEventError(
+                f"a message must be a mapping with a 'role', not {type(message).__name__}"
+            )
+        with self._lock:
+            seq = self._core.add_message(message, now_ms())
+        return self._committed(seq)
+
+    def _note_usage(self, data: Mapping[str, Any], derived_before: int) -> None:
+        usage = data.get("usage")
+        if isinstance(usage, Mapping):
+            prompt = usage.get("promptTokens", usage.get("prompt_tokens"))
+            if isinstance(prompt, int) and prompt > 0:
+                # the usage of the request this reply answers: the messages before the reply
+                self._reported = (prompt, self.rewrite_version, derived_before)
+
+    def append_event(
+        self,
+        type: str,
+        data: Mapping[str, Any],
+        *,
+        surface_op: str | Mapping[str, Any] | None = None,
+        source_event_seqs: Sequence[int] | None = None,
+    ) -> int:
+        """Append any event (see docs/log-format.md). Returns its seq; nothing is written or
+        changed on error (a message event's data is checked like `add`'s message)."""
+        with self._lock:
+            usage = type == "assistant/message" and isinstance(data, Mapping) and "usage" in data
+            before = len(self._sync_derived()) if usage else 0
+            seq = self._core.append(
+                type,
+                data,
+                now_ms(),
+                surface_op,
+                list(source_event_seqs) if source_event_seqs is not None else None,
+            )
+            if usage:
+                self._note_usage(data, before)
+        return self._committed(seq)
+
+    def append_events(self, events: Iterable[Mapping[str, Any]]) -> list[int]:
+        """Append several events, all or nothing: each is a mapping with ``type`` and ``data``
+        (and ``surfaceOp`` / ``sourceEventSeqs`` when needed, as in the log's envelope). Every
+        event is checked — its data, its seqs, its surface op against the surface as the events
+        before it in the batch leave it — before the log changes; the first refused event raises
+        `InvalidEventError` (its ``index`` attribute says which) and nothing is recorded.
+        Subscribers see the events once all are recorded. Returns their seqs."""
+        with self._lock:
+            seqs = self._core.append_batch(list(events), now_ms())
+        for s in seqs:
+            self._committed(s)
+        return seqs
+
+    def replace(self, messages: Iterable[Mapping[str, Any]]) -> None:
+        """Make the surface exactly ``messages`` (recorded as a reset followed by appends).
+
+        All or nothing: every message is checked before anything is recorded; on error the
+        events, the derived messages, `rewrite_version` and subscribers are untouched
+        (`InvalidEventError` names the message: its ``index`` attribute). Readers holding a
+        snapshot keep it; `rewrite_version` moves.
+        """
+        with self._lock:
+            seqs = self._core.replace_messages(list(messages), now_ms())
+        for s in seqs:
+            self._committed(s)
+
+    def flush(self) -> None:
+        """Write the pending batch to the store and make it durable (no-op in memory)."""
+        writer = self._writer
+        if writer is None:
+            return
+        with self._lock:
+            self._count_batch()
+            append_from = getattr(writer, "append_from", None)
+            if append_from is not None:
+                append_from(self._core)
+                return
+            data, first, count = self._core.pending()
+            if count:
+                writer.append(data, first, count)
+                self._core.mark_flushed(first + count)
+
+    def _count_batch(self) -> None:
+        """Count the batch's messages before they are written, so the counts travel with the
+        events and a resumed session never tokenizes them again. Counting is a cache and never
+        blocks a write: what cannot be counted now is written without its count (and counted
+        when a count is asked for)."""
+        if self.model is None:
+            return
+        try:
+            tok = self._tokenizer(self.model)
+            if tok.exact:
+                self._core.surface_tokens(tok._counter)
+        except Exception as exc:  # a tokenizer that cannot load, a message it cannot count
+            log.warning("session %s: batch written without token counts (%s)", self.id, exc)
+
+    def close(self) -> None:
+        """Flush and release the writer's lock. Safe to call twice."""
+        writer = self._writer
+        if writer is None:
+            return
+        try:
+            self.flush()
+        finally:
+            writer.close()
+            self._writer = None
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the whole log to a new file (atomically: temp file, fsync, rename)."""
+        _core.write_file(Path(path), self._core.to_bytes())
+
+    def subscribe(self, fn: Subscriber) -> Callable[[], None]:
+        """Call ``fn(event)`` after each event is recorded. Returns a function that unsubscribes.
+
+        An exception in a subscriber is logged and never breaks the writer.
+        """
+        self._subscribers.append(fn)
+
+        def unsubscribe() -> None:
+            if fn in self._subscribers:
+                self._subscribers.remove(fn)
+
+        return unsubscribe
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def derive_messages(self) -> tuple[Mapping[str, Any], ...]:
+        """The model-visible history (OpenAI chat shape), immutable. Incremental: after appends
+        only new surface nodes are projected; after a fold/replace the cache is rebuilt."""
+        with self._lock:
+            return tuple(self._sync_derived())
+
+    def _sync_derived(self) -> list[FrozenDict]:
+        """The derived-message cache brought up to date (the list itself: callers copy it)."""
+        start = len(self._derived)
+        gen, total, new = self._core.derived_since(start)
+        if gen != self._derived_gen or total < start:
+            if start:
+                gen, total, new = self._core.derived_since(0)
+            self._derived = [freeze(m) for m in new]
+            self._derived_gen = gen
+        else:
+            self._derived.extend(freeze(m) for m in new)
+        return self._derived
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        """The derived history as plain, mutable deep copies (dicts and lists), safe to keep and
+        to change while the loop writes: changing them never changes the log. (`derive_messages`
+        gives the frozen, zero-copy messages themselves.)"""
+        return thaw(self.derive_messages())  # type: ignore[no-any-return]
+
+    def wire_messages(self) -> list[Mapping[str, Any]]:
+        """What a request would carry now: the derived messages after the strict send normalizer
+        (results paired to calls, named, orphans dropped, missing results filled).
+
+        The list is new; the messages are the immutable derived ones wherever the normalizer left
+        them unchanged (so a request costs no conversion of the history), new frozen ones where it
+        filled or renamed a result. Use `foldlog.thaw` for mutable copies.
+        """
+        with self._lock:
+            final, tail = self._wire_parts()
+            return final + tail
+
+    def _wire_parts(self) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+        """The wire messages as the send plan's final part (a list that only grows until the
+        next rewrite, then is replaced, never changed: views of a prefix stay valid) and its tail."""
+        derived = self._sync_derived()
+        gen, start, final, tail = self._core.wire_since(max(self._wire_gen, 0), len(self._wire_final))
+        if gen != self._derived_gen:  # rewritten between the two calls: take a consistent pair
+            derived = self._sync_derived()
+            gen, start, final, tail = self._core.wire_since(max(self._wire_gen, 0), len(self._wire_final))
+        if gen != self._wire_gen or start < len(self._wire_final):
+            self._wire_final = self._wire_final[:start] if gen == self._wire_gen else []
+            self._wire_gen = gen
+        # only the new items are converted
+        self._wire_final.extend(derived[i] if isinstance(i, int) else freeze(i) for i in final)
+        return self._wire_final, [derived[i] if isinstance(i, int) else freeze(i) for i in tail]
+
+    def wire_json(self) -> bytes:
+        """`wire_messages()` as JSON bytes (keys sorted), joined from the core's cached
+        per-message JSON: only messages never serialised before are serialised."""
+        return self._core.wire_json()
+
+    def wire_request(self, style: str = "keep") -> WireMessages:
+        """`wire_messages()` (as a read-only sequence) together with the same messages serialised
+        by the core in ``style``
+        (``"keep"``, ``"strip"``: without ``reasoning_content``, ``"with-calls"``: DeepSeek's
+        thinking mode), taken under one lock so the two agree. Each message is serialised once
+        per style and kept: a request after appends costs O(new messages) (see `foldlog.log.wire`)."""
+        from foldlog.log.wire import MessageList, WireMessages
+
+        with self._lock:
+            final, tail = self._wire_parts()
+            # a view, not a copy: copying a long history would cost more than the whole step
+            messages = MessageList(final, len(final), tail)
+            segments = self._core.wire_segments(style)
+        return WireMessages(messages, segments)
+
+    def surface_seqs(self) -> list[int]:
+        """The seq of the event behind each derived message."""
+        return self._core.derived_seqs()
+
+    def surface_nodes(self) -> list[int]:
+        """The seqs of the surface's nodes, in order: what a fold's ``start``..``end`` range
+        counts in (a compaction names the nodes it folds by their place here)."""
+        return self._core.surface_nodes()
+
+    def has_content(self) -> bool:
+        """Anything the model would see beyond the system prompt (an empty assistant message,
+        kept in the log only for its usage, is not content)."""
+        return self._core.has_content()
+
+    @property
+    def rewrite_version(self) -> int:
+        """Bumped by every surface rewrite (fold, replace, reset)."""
+        return self._core.rewrite_version
+
+    @property
+    def events(self) -> EventsView:
+        return EventsView(self._core)
+
+    @property
+    def header(self) -> Mapping[str, Any] | None:
+        h = self._core.header
+        return freeze(h) if h is not None else None
+
+    @property
+    def open_turn(self) -> tuple[int, int | None] | None:
+        """``(turn, step)`` of a turn that has started and not ended."""
+        return self._core.open_turn()
+
+    @property
+    def last_turn(self) -> int:
+        return self._core.last_turn()
+
+    @property
+    def writable(self) -> bool:
+        return self._writer is not None
+
+    @property
+    def flush_syncs(self) -> bool:
+        """Whether `flush()` waits for the disk (an fsync): async callers run it off the event loop."""
+        return self._writer is not None and self._durability != "none"
+
+    # --- token counts ------------------------------------------------------------------------
+
+    def _tokenizer(self, model: str | None) -> Tokenizer:
+        from foldlog.log.tokens import DEFAULT_MODEL, Tokenizer, calibrated_tokens_per_char
+
+        name = model or self.model or DEFAULT_MODEL
+        tok = Tokenizer.for_model(name)
+        reported = self._reported
+        if not tok.exact and reported is not None:
+            # characters per token learned from what the provider reported for this session
+            if self._calibrated_for != reported:
+                msgs = self.derive_messages()[: reported[2]]
+                chars = sum(len(json.dumps(m, ensure_ascii=False)) for m in msgs)
+                self._calibration = [*self._calibration[-31:], (chars, reported[0])]
+                self._calibrated_for = reported
+            tok = Tokenizer.for_model(name, tokens_per_char=calibrated_tokens_per_char(self._calibration))
+        return tok
+
+    def token_count(self, model: str | None = None, tools: Sequence[Mapping[str, Any]] = ()) -> TokenCount:
+        """Prompt tokens of the surface as the next request would carry it: its messages (with the
+        model family's framing), the request priming and, when given, the tool schemas.
+
+        A `TokenCount`: an ``int`` whose ``exact`` says whether the figure is exact — False for
+        models without an exact tokenizer (the calibrated estimate) and when a message holds
+        non-text content (images, audio, files: estimated, see docs/tokens.md).
+
+        With an exact tokenizer each event is counted once: the count is kept with the event
+        (``"tokens": {"deepseek-v4": n}`` in its line when it is flushed, with
+        ``"tokensEstimated": true`` when part of it is an estimate), so a resumed session
+        recounts nothing; a different tokenizer counts again.
+        """
+        from foldlog.log.tokens import TokenCount
+
+        tok = self._tokenizer(model)
+        with self._lock:
+            total = self._core.surface_token_total(tok._counter)
+            tokens: int
+            exact: bool
+            if total is None:
+                tokens, exact = sum(int(tok.count_message(m)) for m in self.derive_messages()), False
+            else:
+                tokens, exact = total[0], total[1] == 0
+        extra = tok.count_tools(tools) if tools else 0
+        return TokenCount(int(tokens) + extra + int(tok.request_overhead()), exact=exact and tok.exact)
+
+    def token_counts(self, model: str | None = None) -> list[int] | None:
+        """The tokens of each derived message (parallel to `derive_messages`) with ``model``'s
+        exact tokenizer, from the same per-event cache as `token_count` (each event counted
+        once); ``None`` when the model has no exact tokenizer."""
+        tok = self._tokenizer(model)
+        if not tok.exact:
+            return None
+        with self._lock:
+            return self._core.surface_token_counts(tok._counter)
+
+    def plan_history(self, model: str | None = None) -> PlanHistory:
+        """The compaction planner's view of the derived messages, built in the core (the only
+        builder): each message counted with ``model``'s tokenizer — an exact one reads the counts
+        kept in the log (recounting nothing), the estimate uses the ratio calibrated on this
+        session's reported usage — and digests read from the log (a ``user/message`` whose
+        surface op is a fold), never from text."""
+        tok = self._tokenizer(model)
+        with self._lock:
+            return self._core.plan_history(tok._counter)
+
+    def tokenizer(self, model: str | None = None) -> Tokenizer:
+        """The tokenizer this session counts ``model``'s tokens with (default: the session's
+        model): exact where foldlog knows the model, else the estimate at the ratio calibrated on
+        this session's reported usage — what `token_count` and `plan_history` count with."""
+        return self._tokenizer(model)
+
+    def record_prompt_tokens(self, prompt_tokens: int) -> None:
+        """Remember the provider's reported ``prompt_tokens`` for a request of the current surface
+        (the agent's replies do this through their usage): estimating tokenizers calibrate on it."""
+        with self._lock:
+            # cheap on purpose (the agent calls this every step): the calibration of estimating
+            # tokenizers is derived from it only when an estimate is asked for
+            self._reported = (prompt_tokens, self.rewrite_version, len(self._sync_derived()))
+
+    def stats(self) -> dict[str, Any]:
+        """Counts of events, turns, steps, tool calls, surface messages by role, compactions."""
+        return self._core.stats()
+
+    def __len__(self) -> int:
+        return len(self._core)
+
+    def __repr__(self) -> str:
+        where = f" path={str(self.path)!r}" if self.path else ""
+        return f"<Session {self.id} events={len(self._core)}{where}>"

@@ -1,5 +1,0 @@
-import sys
-from pathlib import Path
-
-# the loopback helpers live beside the tests
-sys.path.insert(0, str(Path(__file__).parent))
