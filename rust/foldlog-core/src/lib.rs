@@ -10,12 +10,14 @@ pub mod event;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod json_close;
+pub mod line;
 pub mod log;
 pub mod plan;
 pub mod plan_input;
 pub mod project;
 pub mod reader;
 pub mod repair;
+pub mod shape;
 pub mod store;
 pub mod surface;
 pub mod wire;
