@@ -8,7 +8,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${FUZZ_SECONDS:-60}
 PY=${PY:-.venv/bin/python}
-RUST_TARGETS=(reader load_normalizer json_close planner)
+RUST_TARGETS=(reader load_normalizer json_close planner message)
 PY_TARGETS=(session_load session_add sse)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=("${RUST_TARGETS[@]}" "${PY_TARGETS[@]}")
@@ -34,6 +34,7 @@ for t in "${TARGETS[@]}"; do
   case $t in
     reader | load_normalizer | session_load) flags+=(-dict="$PWD/fuzz/dicts/jsonl.dict") ;;
     json_close) flags+=(-dict="$PWD/fuzz/dicts/json.dict") ;;
+    message) flags+=(-dict="$PWD/fuzz/dicts/message.dict") ;;
   esac
   if [[ " ${RUST_TARGETS[*]} " == *" $t "* ]]; then
     # the core is safe Rust: panics are the findings, a sanitizer would only slow the runs

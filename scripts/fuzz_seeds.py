@@ -4,7 +4,8 @@ Usage: python scripts/fuzz_seeds.py OUT_DIR   (OUT_DIR/<target>/ gets the seeds)
 
 Logs come from real transcripts through foldlog's importers, cut into small prefixes (libFuzzer
 mutates small inputs fastest) and damaged ones; tool-call arguments seed the JSON closer; the
-planner gets real histories in its byte encoding; the SSE target gets raw recorded streams.
+planner gets real histories in its byte encoding; the SSE target gets raw recorded streams; the
+message target gets the derived messages of those transcripts as JSON.
 """
 
 from __future__ import annotations
@@ -105,6 +106,7 @@ def main() -> None:
                     save(out, "json_close", args.encode())
             if len(json.dumps(m)) <= 2_048:
                 save(out, "session_add", json.dumps(m).encode())
+                save(out, "message", json.dumps(m).encode())
     for d in SSE_DIRS:
         for f in sorted((corpus / d).rglob("*"))[:40]:
             if f.is_file() and f.stat().st_size <= 16_384 and b"data:" in f.read_bytes():

@@ -88,6 +88,27 @@ def test_a_full_disk_fails_the_flush_keeps_the_last_batch_and_loses_nothing(smal
     assert _contents(p) == ["sys", *sent, "after"]
 
 
+def test_a_full_disk_with_counting_on_writes_the_batch_once_when_space_returns(small_disk: Path) -> None:
+    # issue 14: counting (with the agent's exact tokenizer) runs in the flush before the write;
+    # the batch that the disk refused is written once, with its counts, by a later flush
+    p = small_disk / "counted.jsonl"
+    s = Session.open(p, system="sys")
+    s.model = "deepseek-v4-flash"
+    filler = _fill(small_disk, 8 * 1024)
+    image = {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}
+    s.add({"role": "user", "content": [{"type": "text", "text": "x" * 12_000}, image]})
+    s.add({"role": "user", "content": "y" * 12_000})
+    for _ in range(2):  # failing twice changes nothing
+        with pytest.raises(StorageError, match="No space left on device"):
+            s.flush()
+    filler.unlink()
+    s.close()
+    loaded = Session.load(p)
+    assert [e["seq"] for e in loaded.events] == [0, 1, 2]
+    assert all(e["tokens"]["deepseek-v4"] > 0 for e in loaded.events[1:])
+    assert loaded.events[1]["tokensEstimated"] is True
+
+
 def test_save_to_a_full_disk_leaves_no_file(small_disk: Path) -> None:
     s = Session(system="sys")
     for i in range(200):

@@ -140,9 +140,13 @@ def test_an_id_less_result_still_answers_by_position(tmp_path: Path) -> None:
         [
             {"role": "user", "content": "hi"},
             {"role": "assistant", "content": "", "tool_calls": [call("a", "ls", "{}")]},
-            {"role": "tool", "name": "ls", "content": "out"},
         ],
     )
+    # writers refuse a tool result without its call id now (issue 14); older logs hold them
+    result = {"role": "tool", "toolName": "ls", "content": "out", "isError": False}
+    line = {"type": "tool/result", "seq": 2, "time": 1, "data": {"turn": 0, "step": 0, "message": result}}
+    with p.open("a") as f:
+        f.write(json.dumps({**line, "surfaceOp": "append"}) + "\n")
     s = Session.load(p)
     assert not s.normalized_dirty
     assert s.wire_messages()[2]["content"] == "out"

@@ -111,7 +111,8 @@ def test_derived_messages_are_immutable_and_incremental() -> None:
     second = s.derive_messages()
     assert len(first) == 2 and len(second) == 3
     assert second[1] is first[1], "appends do not re-project earlier messages"
-    assert s.snapshot() == second
+    # issue 14: snapshot() is now a list of plain deep copies (was the frozen tuple itself)
+    assert s.snapshot() == list(second)
     assert json.loads(json.dumps(second)) == [dict(m) for m in second]
 
 
@@ -219,3 +220,67 @@ def test_newer_format_is_refused(tmp_path: Path, seed_log: Path) -> None:
     p.write_text(seed_log.read_text() + '{"type":"quantum/event","seq":10,"time":1,"data":{}}\n')
     with pytest.raises(UnsupportedFormatError, match="newer format"):
         Session.load(p)
+
+
+# --- issue 14, item 7 -----------------------------------------------------------------------
+
+
+def test_loading_an_empty_file_is_refused_but_opening_one_starts_it(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    with pytest.raises(CorruptLogError, match="empty file: no header") as err:
+        Session.load(empty)
+    assert err.value.path == str(empty) and err.value.line == 1
+    with pytest.raises(CorruptLogError, match="empty file: no header"):
+        Session.from_bytes(b"\n")
+    for target in (empty, tmp_path / "missing.jsonl"):
+        with Session.open(target) as s:
+            assert len(s) == 0
+        header = Session.load(target).header
+        assert header is not None and header["id"] == target.stem
+
+
+def test_an_empty_assistant_message_is_not_content() -> None:
+    s = Session(system="sys")
+    s.append_event(
+        "assistant/message",
+        {"turn": 1, "step": 1, "message": {"role": "assistant", "content": ""}, "usage": {"promptTokens": 5}},
+        surface_op="append",
+    )
+    assert not s.has_content(), "kept only for its usage: the model sees nothing of it"
+    s.add({"role": "user", "content": "hi"})
+    assert s.has_content()
+
+
+def test_snapshot_is_a_plain_mutable_deep_copy() -> None:
+    s = Session(system="sys")
+    s.add(
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "a"}, {"type": "image_url", "image_url": {"url": "u"}}],
+        }
+    )
+    snap = s.snapshot()
+    assert type(snap) is list and all(type(m) is dict for m in snap)
+    assert type(snap[1]["content"]) is list and type(snap[1]["content"][1]["image_url"]) is dict
+    snap[1]["content"][1]["image_url"]["url"] = "changed"
+    snap.append({"role": "user", "content": "mine"})
+    assert s.derive_messages()[1]["content"][1]["image_url"]["url"] == "u", "the log is not changed"
+    assert s.snapshot() != snap
+    # the derived messages themselves stay frozen and shared (zero-copy)
+    derived = s.derive_messages()
+    assert derived[1] is s.derive_messages()[1]
+    with pytest.raises(TypeError):
+        derived[1]["content"] = "x"  # type: ignore[index]
+
+
+def test_thaw_is_public_and_gives_plain_copies() -> None:
+    from types import MappingProxyType
+
+    s = Session(system="sys")
+    s.add({"role": "user", "content": "hi"})
+    plain = foldlog.thaw(s.derive_messages())
+    assert plain == s.snapshot() and type(plain) is list and type(plain[0]) is dict
+    assert foldlog.thaw(MappingProxyType({"a": (1, [2])})) == {"a": [1, [2]]}
+    assert foldlog.thaw("text") == "text"
+    assert "thaw" in foldlog.__all__

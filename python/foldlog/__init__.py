@@ -16,7 +16,9 @@ from foldlog.errors import (
     CorruptLogError,
     FoldlogError,
     HookError,
+    HookRefused,
     InvalidEventError,
+    InvalidHookError,
     MaxStepsExceeded,
     ProviderError,
     ProviderTimeout,
@@ -26,6 +28,7 @@ from foldlog.errors import (
     StreamInterrupted,
     StreamProtocolError,
     TokenizerError,
+    UnsupportedContentError,
     UnsupportedFormatError,
 )
 
@@ -48,9 +51,12 @@ _LAZY: dict[str, str] = {
     "LocalLlama": "foldlog.providers.local",
     "Compactor": "foldlog.compaction",
     "CompactionResult": "foldlog.compaction",
+    "TokenCount": "foldlog.tokens",
+    "thaw": "foldlog._frozen",
 }
 
 if TYPE_CHECKING:
+    from foldlog._frozen import thaw
     from foldlog.agent import Agent
     from foldlog.compaction import CompactionResult, Compactor
     from foldlog.options import Options
@@ -60,7 +66,7 @@ if TYPE_CHECKING:
     from foldlog.providers.openai_compat import OpenAICompatible
     from foldlog.session import Session
     from foldlog.subagent import run_subagent
-    from foldlog.tokens import Tokenizer, count_tokens
+    from foldlog.tokens import TokenCount, Tokenizer, count_tokens
     from foldlog.tools.registry import Tool, ToolRegistry, tool
 
 
@@ -78,7 +84,9 @@ __all__ = [
     "DeepSeek",
     "FoldlogError",
     "HookError",
+    "HookRefused",
     "InvalidEventError",
+    "InvalidHookError",
     "LocalLlama",
     "MaxStepsExceeded",
     "OpenAI",
@@ -92,13 +100,16 @@ __all__ = [
     "StorageError",
     "StreamInterrupted",
     "StreamProtocolError",
+    "TokenCount",
     "Tokenizer",
     "TokenizerError",
     "Tool",
     "ToolRegistry",
+    "UnsupportedContentError",
     "UnsupportedFormatError",
     "__version__",
     "count_tokens",
     "run_subagent",
+    "thaw",
     "tool",
 ]

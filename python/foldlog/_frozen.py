@@ -6,7 +6,11 @@ stay JSON-serialisable and compare equal to plain dicts and lists (they subclass
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, overload
+
+if TYPE_CHECKING:
+    from foldlog import _core
 
 
 class FrozenDict(dict[str, Any]):
@@ -83,9 +87,43 @@ def freeze(value: Any) -> Any:
 
 
 def thaw(value: Any) -> Any:
-    """Plain mutable copy (dicts and lists) of a frozen value."""
-    if isinstance(value, dict):
-        return {k: thaw(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [thaw(v) for v in value]
+    """A plain, mutable deep copy of recorded history: every mapping (`FrozenDict`, or any
+    read-only mapping) becomes a ``dict`` and every other collection (list, tuple, read-only
+    sequence) a ``list``; strings, numbers, booleans and None are kept. Public as
+    ``foldlog.thaw``: ``foldlog.thaw(session.derive_messages())``."""
+    if isinstance(value, Mapping):
+        return {str(k): thaw(v) for k, v in value.items()}
+    if isinstance(value, Iterable) and not isinstance(value, str | bytes | bytearray):
+        return [thaw(v) for v in value]  # lists, tuples, read-only sequences (wire messages)
     return value
+
+
+class EventsView(Sequence[Mapping[str, Any]]):
+    """The log's events as read-only mappings (``type``, ``seq``, ``time``, ``data``, …)."""
+
+    def __init__(self, core: _core.Log) -> None:
+        self._core = core
+
+    def __len__(self) -> int:
+        return len(self._core)
+
+    @overload
+    def __getitem__(self, index: int) -> Mapping[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Mapping[str, Any]]: ...
+    def __getitem__(self, index: int | slice) -> Mapping[str, Any] | Sequence[Mapping[str, Any]]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self._core))
+            if step == 1:
+                return tuple(freeze(e) for e in self._core.events(start, max(start, stop)))
+            return tuple(self[i] for i in range(start, stop, step))
+        return freeze(self._core.event(index))  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator[Mapping[str, Any]]:
+        n = len(self._core)
+        for start in range(0, n, 4096):
+            yield from (freeze(e) for e in self._core.events(start, min(n, start + 4096)))
+
+    def types(self) -> list[str]:
+        """Event types in seq order (no data decoded)."""
+        return self._core.kinds()

@@ -16,7 +16,14 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from foldlog.errors import FoldlogError, HookError, MaxStepsExceeded, RunCancelled, StreamInterrupted
+from foldlog.errors import (
+    FoldlogError,
+    HookError,
+    HookRefused,
+    MaxStepsExceeded,
+    RunCancelled,
+    StreamInterrupted,
+)
 from foldlog.events import (
     Notice,
     Reasoning,
@@ -31,8 +38,10 @@ from foldlog.events import (
 )
 from foldlog.events import Usage as UsageEvent
 from foldlog.hooks import (
+    RAISE,
     RETRY,
     Enter,
+    HookedProvider,
     Hooks,
     PreStepContext,
     Reject,
@@ -40,11 +49,17 @@ from foldlog.hooks import (
     RequestErrorContext,
     StreamContext,
     TurnStoppingContext,
+    pre_step_decision,
+    request_decision,
+    request_error_decision,
     run_waterfall,
+    stream_decision,
 )
 from foldlog.inbox import Inbox
 from foldlog.options import Options
-from foldlog.providers.base import Request, ToolCall, Usage
+from foldlog.providers.base import Request, ToolCall, Usage, chunk_data
+from foldlog.providers.content import ContentScan
+from foldlog.tools.content import render_text
 from foldlog.tools.registry import Tool, ToolRegistry
 from foldlog.tools.runner import CallResult, ToolRunner
 
@@ -74,6 +89,8 @@ class _Stream:
     calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
     finish: str | None = None
+    # seqs of the `assistant/chunk` events recorded for this stream (Options.record_chunks)
+    chunks: list[int] | None = None
 
 
 @dataclass(slots=True)
@@ -139,6 +156,7 @@ class Agent:
         self._header_model: Any = _UNSET
         self._header_params: dict[str, Any] = {}
         self._open: _Step | None = None
+        self._content = ContentScan()  # the non-text blocks of the requests, kept incrementally
         self.last_usage: Usage | None = None
         self.last_prompt_tokens: int | None = None
 
@@ -196,10 +214,13 @@ class Agent:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(prompt))
-        raise RuntimeError(
-            "Agent.run_sync() cannot be called from a running event loop; use await agent.run()"
-        )
+            pass  # no loop: the normal case. (Running the agent in here would chain every error
+            # it raises to this "no running event loop" error.)
+        else:
+            raise RuntimeError(
+                "Agent.run_sync() cannot be called from a running event loop; use await agent.run()"
+            )
+        return asyncio.run(self.run(prompt))
 
     async def run(self, prompt: str | Mapping[str, Any] | None = None) -> str:
         """Queue ``prompt`` as a follow-up and run turns until no work is owed; the last answer."""
@@ -326,14 +347,30 @@ class Agent:
         async def default() -> Enter:
             return Enter(tuple(ctx.messages))
 
-        decision = await self._hook("pre_step", run_waterfall(hooks, ctx, default, "pre_step"))
+        decision = await self._waterfall("pre_step", hooks, ctx, default, pre_step_decision)
         if isinstance(decision, Reject):
             raise _TurnEnd("blocked", {"message": decision.reason}, decision.reason)
-        if not isinstance(decision, Enter):
-            raise HookError(f"pre_step hooks must return enter(...) or reject(...), got {decision!r}")
         if not decision.messages and step == 1:
             raise _TurnEnd("blocked", {"message": "the input was rewritten to nothing"}, "empty input")
         return [dict(m) for m in decision.messages]
+
+    async def _waterfall(
+        self,
+        domain: str,
+        listeners: Sequence[Callable[..., Any]],
+        ctx: Any,
+        default: Callable[[], Any],
+        decision: Callable[[Any, str], Any] | None = None,
+    ) -> Any:
+        """An agent-side waterfall: a refusal ends the turn ``blocked`` naming the listener (the
+        open step is closed first); a listener's error ends it ``error``."""
+        try:
+            return await self._hook(domain, run_waterfall(listeners, ctx, default, domain, decision))
+        except HookRefused as r:
+            self._close_step()
+            raise _TurnEnd(
+                "blocked", {"message": str(r), "hook": r.hook, "listener": r.listener}, str(r)
+            ) from None
 
     async def _turn_stopping(self, turn: int, answer: str) -> None:
         for fn in self.hooks.turn_stopping_hooks:
@@ -366,9 +403,9 @@ class Agent:
         async def default() -> dict[str, Any]:
             return ctx.params
 
-        out = await self._hook("request", run_waterfall(self.hooks.request_hooks, ctx, default, "request"))
-        if not isinstance(out, dict):
-            raise HookError(f"request hooks must return the params dict, got {out!r}")
+        out: dict[str, Any] = await self._waterfall(
+            "request", self.hooks.request_hooks, ctx, default, request_decision
+        )
         return out
 
     async def _request(self, turn: int, step: int, offer_tools: bool, retries: int) -> tuple[_Stream, int]:
@@ -386,14 +423,17 @@ class Agent:
             await self._flush()
             style = _wire_style(self.provider)
             wire = self.session.wire_request(style) if style is not None else None
+            messages = wire.messages if wire is not None else self.session.wire_messages()
             request = Request(
-                messages=wire.messages if wire is not None else self.session.wire_messages(),
+                messages=messages,
                 tools=tools,
                 model=model,
                 max_tokens=max_tokens,
                 temperature=temperature,
                 params=params,
                 wire=wire,
+                # indexed only for a provider that checks what it can send (a cost per request)
+                content=self._content.index(messages) if _checks_content(self.provider) else None,
             )
             if self.options.check_invariants:
                 self._check_invariant(request)
@@ -410,7 +450,7 @@ class Agent:
                     {"role": "user", "content": CONTINUE_PROMPT, "source": "continue"},
                     surface_op="append",
                 )
-            except (asyncio.CancelledError, HookError):
+            except (asyncio.CancelledError, HookError, _TurnEnd):
                 raise
             except Exception as e:
                 attempt += 1
@@ -420,12 +460,21 @@ class Agent:
                 ectx = RequestErrorContext(self, turn, step, e, attempt)
 
                 async def stand() -> str:
-                    return "raise"
+                    return RAISE
 
-                decision = await self._hook(
-                    "request_error",
-                    run_waterfall(self.hooks.request_error_hooks, ectx, stand, "request_error"),
-                )
+                try:
+                    decision = await self._hook(
+                        "request_error",
+                        run_waterfall(
+                            self.hooks.request_error_hooks,
+                            ectx,
+                            stand,
+                            "request_error",
+                            request_error_decision,
+                        ),
+                    )
+                except HookRefused:
+                    decision = RAISE  # a refusal lets the error stand
                 if decision != RETRY:
                     raise
                 self._emit(Retrying(f"{type(e).__name__}: {e}", attempt))
@@ -438,7 +487,7 @@ class Agent:
             )
 
     async def _stream(self, request: Request, turn: int, step: int) -> _Stream:
-        st = _Stream()
+        st = _Stream(chunks=[] if self.options.record_chunks else None)
         if self._open is not None:
             self._open.stream = st
         if self.hooks.llm_stream_hooks:
@@ -446,16 +495,26 @@ class Agent:
             async def base() -> AsyncIterator[Chunk]:
                 return self.provider.stream(request)
 
-            stream = await self._hook(
+            stream = await self._waterfall(
                 "llm_stream",
-                run_waterfall(self.hooks.llm_stream_hooks, StreamContext(self, request), base, "llm_stream"),
+                self.hooks.llm_stream_hooks,
+                StreamContext(self, request),
+                base,
+                stream_decision,
             )
         else:
             stream = self.provider.stream(request)
         emit = self._emit
+        recorded = st.chunks
         try:
             async for chunk in stream:
                 kind = chunk.kind
+                if recorded is not None:
+                    recorded.append(
+                        self._append(
+                            "assistant/chunk", {"turn": turn, "step": step, "chunk": chunk_data(chunk)}
+                        )
+                    )
                 if kind == "text":
                     st.text.append(chunk.text)
                     emit(Text(chunk.text, turn, step))
@@ -514,7 +573,7 @@ class Agent:
         data: dict[str, Any] = {"turn": turn, "step": step, "message": message}
         if st.usage is not None:
             data["usage"] = st.usage.to_dict()
-        self._append("assistant/message", data, surface_op="append")
+        self._append("assistant/message", data, surface_op="append", sources=st.chunks)
         if self._open is not None:
             self._open.stream = None
         if st.usage is not None:
@@ -536,7 +595,7 @@ class Agent:
         data: dict[str, Any] = {"turn": turn, "step": step, "message": message, "interrupted": True}
         if st is not None and st.usage is not None:
             data["usage"] = st.usage.to_dict()
-        self._append("assistant/message", data, surface_op="append")
+        self._append("assistant/message", data, surface_op="append", sources=st.chunks if st else None)
 
     def _report_usage(self, u: Usage) -> None:
         self.last_usage = u
@@ -565,7 +624,9 @@ class Agent:
             self._open.calls.append((c, seq))
             self._emit(ToolDispatch(c.id, c.name, c.arguments))
 
-    def _log_result(self, content: str, is_error: bool, meta: Mapping[str, Any] | None = None) -> None:
+    def _log_result(
+        self, content: str | list[dict[str, Any]], is_error: bool, meta: Mapping[str, Any] | None = None
+    ) -> None:
         st = self._open
         assert st is not None
         call, seq = st.calls[st.results_logged]
@@ -582,7 +643,7 @@ class Agent:
             # e.g. utf8Replaced / omittedBytes: what was done to the output to make it loggable
             data["meta"] = dict(meta)
         self._append("tool/result", data, surface_op="append", sources=[seq])
-        self._emit(ToolResult(call.id, call.name, content, is_error))
+        self._emit(ToolResult(call.id, call.name, render_text(content), is_error))
 
     def _fill_results(
         self, content: str, done: Mapping[int, CallResult] | None = None, started: set[int] | None = None
@@ -661,7 +722,13 @@ class Agent:
             opts = self.options
             if opts.context_window is None and getattr(self.provider, "context_window", None):
                 opts = dataclasses.replace(opts, context_window=self.provider.context_window)
-            self._compactor = Compactor(self.session, self.provider, opts, self._emit)
+            # summary calls are provider streams too: they pass through the llm_stream hooks
+            if opts.summary_provider is not None:
+                opts = dataclasses.replace(
+                    opts, summary_provider=HookedProvider(self, opts.summary_provider, "compaction")
+                )
+            provider = HookedProvider(self, self.provider, "compaction")
+            self._compactor = Compactor(self.session, provider, opts, self._emit)
         return self._compactor
 
     async def _maybe_compact(self) -> None:
@@ -692,6 +759,10 @@ def _text_of(m: Mapping[str, Any]) -> str:
     if isinstance(c, list):
         return "".join(b.get("text", "") for b in c if isinstance(b, Mapping))
     return ""
+
+
+def _checks_content(provider: Any) -> bool:
+    return getattr(provider, "content_types", None) is not None
 
 
 def _wire_style(provider: Any) -> str | None:

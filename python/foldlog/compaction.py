@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from foldlog import planning, summary
+from foldlog._frozen import thaw
 from foldlog.errors import CompactionError
 
 if TYPE_CHECKING:
@@ -339,7 +340,7 @@ class Compactor:
         for i in indices:
             seq = planned.seqs[i]
             original = self.session.events[seq]
-            data = _thaw(original["data"])
+            data = thaw(original["data"])
             msg = data.get("message") if isinstance(data.get("message"), dict) else None
             if original["type"] != "tool/result" or msg is None:
                 continue  # only recorded tool results are replaced (never a foreign shape)
@@ -463,15 +464,6 @@ def _surface_nodes(session: Any) -> list[int]:
     return list(session._core.surface_nodes())
 
 
-def _thaw(value: Any) -> Any:
-    """A mutable deep copy of recorded (frozen) data."""
-    if isinstance(value, Mapping):
-        return {str(k): _thaw(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_thaw(v) for v in value]
-    return value
-
-
 def write_archive(
     directory: Path, session_id: str, number: int, messages: Sequence[Mapping[str, Any]]
 ) -> str:
@@ -483,7 +475,7 @@ def write_archive(
     now = time.time()
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}"
     base = f"{stamp}-{session_id}-{number}"
-    body = "".join(json.dumps(_thaw(m), ensure_ascii=False) + "\n" for m in messages).encode()
+    body = "".join(json.dumps(thaw(m), ensure_ascii=False) + "\n" for m in messages).encode()
     for attempt in range(100):
         path = directory / (f"{base}.jsonl" if attempt == 0 else f"{base}.{attempt}.jsonl")
         try:

@@ -64,6 +64,22 @@ class HookError(FoldlogError):
     """An agent hook raised; the turn ended with reason ``error``."""
 
 
+class HookRefused(HookError):
+    """A waterfall hook listener returned without calling ``next()`` and without a decision.
+
+    That is a refusal: the guarded call does not happen (see ``docs/hooks.md`` for what each
+    hook point makes of it). ``hook`` names the hook point, ``listener`` the listener."""
+
+    def __init__(self, message: str, *, hook: str, listener: str) -> None:
+        super().__init__(message)
+        self.hook = hook
+        self.listener = listener
+
+
+class InvalidHookError(HookError, TypeError):
+    """A hook listener its hook point cannot call (a waterfall listener must take ``(ctx, next)``)."""
+
+
 # --- providers -----------------------------------------------------------------------------
 
 
@@ -102,6 +118,21 @@ class StreamProtocolError(ProviderError, ValueError):
     names the limit. Not retried or replayed: the same request would meet the same answer."""
 
 
+class UnsupportedContentError(ProviderError, ValueError):
+    """A message holds a content block the provider or its model cannot take (an image sent to a
+    text-only model). Raised before anything is sent; names the message and the block."""
+
+    def __init__(
+        self, message: str, *, index: int, role: str, block: int, block_type: str, provider: str
+    ) -> None:
+        super().__init__(message)
+        self.index = index
+        self.role = role
+        self.block = block
+        self.block_type = block_type
+        self.provider = provider
+
+
 class CompactionError(FoldlogError):
     """A compaction could not be planned or recorded."""
 
@@ -113,7 +144,9 @@ __all__ = [
     "CorruptLogError",
     "FoldlogError",
     "HookError",
+    "HookRefused",
     "InvalidEventError",
+    "InvalidHookError",
     "MaxStepsExceeded",
     "ProviderError",
     "ProviderTimeout",
@@ -122,5 +155,6 @@ __all__ = [
     "StorageError",
     "StreamInterrupted",
     "StreamProtocolError",
+    "UnsupportedContentError",
     "UnsupportedFormatError",
 ]

@@ -1,20 +1,24 @@
 """Agent and capability hooks: waterfalls with a single-use ``next``, serial hooks, notifications.
 
-A waterfall listener is ``async def hook(ctx, next)`` (plain functions work too): it may call
-``await next()`` once to pass on to the rest of the chain and get its result; not calling it
-cuts the chain. Returning ``None`` means "the result of ``next`` if called, else the default".
-Listeners run in registration order. Errors propagate to the dispatcher.
+A waterfall listener is ``async def hook(ctx, next)`` (plain functions work too). It passes on
+with ``return await next()`` (``next`` runs the rest of the chain and then the default call, and
+returns their decision; it may be called once). A listener that returns without calling
+``next`` vetoes the rest of the chain *and* the default: its return value is the decision, and
+returning nothing is a refusal (:class:`HookRefused`), so a later guard is never skipped while
+the guarded call still happens. Returning nothing *after* ``next()`` keeps what ``next``
+returned (or lets its error stand). Listeners run in registration order. What a refusal means
+at each hook point is in ``docs/hooks.md``.
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from foldlog.errors import HookError
+from foldlog.errors import HookError, HookRefused, InvalidHookError
 
 if TYPE_CHECKING:
     from foldlog.agent import Agent
@@ -37,7 +41,7 @@ class Enter:
 
 @dataclass(frozen=True, slots=True)
 class Reject:
-    """pre_step: refuse the claimed input; the turn ends ``blocked``."""
+    """pre_step, request, llm_stream: refuse; the turn ends ``blocked`` with ``reason``."""
 
     reason: str
 
@@ -89,7 +93,7 @@ class Accept:
 
 @dataclass(frozen=True, slots=True)
 class Replace:
-    content: str
+    content: str | list[dict[str, Any]]
     is_error: bool = False
 
 
@@ -102,7 +106,7 @@ def accept() -> Accept:
     return Accept()
 
 
-def replace(content: str, is_error: bool = False) -> Replace:
+def replace(content: str | list[dict[str, Any]], is_error: bool = False) -> Replace:
     return Replace(content, is_error)
 
 
@@ -172,9 +176,10 @@ class ToolContext:
 
 @dataclass(slots=True)
 class ToolOutcome:
-    """A tool's result. ``meta`` goes to the ``tool/result`` event's ``meta`` (e.g. ``utf8Replaced``)."""
+    """A tool's result: text, or a list of content blocks (``foldlog.tools.content``: text and
+    images, …). ``meta`` goes to the ``tool/result`` event's ``meta`` (e.g. ``utf8Replaced``)."""
 
-    content: str
+    content: str | list[dict[str, Any]]
     is_error: bool = False
     meta: dict[str, Any] = field(default_factory=dict)
 
@@ -188,11 +193,25 @@ class PostExecuteContext:
 
 @dataclass(slots=True)
 class StreamContext:
+    """``purpose``: ``"step"`` (the agent's own request) or ``"compaction"`` (a summary call)."""
+
     agent: Agent
     request: Request
+    purpose: Literal["step", "compaction"] = "step"
 
 
 # --- dispatch --------------------------------------------------------------------------------
+
+#: what each waterfall guards, for the refusal message
+GUARDED: dict[str, str] = {
+    "pre_step": "the step",
+    "request": "the model request",
+    "request_error": "a retry",
+    "llm_stream": "the model request",
+    "tool_pre_execute": "the tool call",
+    "tool_execute": "the tool call",
+    "tool_post_execute": "the tool result",
+}
 
 
 async def _maybe_await(value: Any) -> Any:
@@ -201,44 +220,169 @@ async def _maybe_await(value: Any) -> Any:
     return value
 
 
+def refusal(domain: str, listener: Callable[..., Any]) -> HookRefused:
+    name = _name(listener)
+    return HookRefused(
+        f"{domain} hook {name} returned without calling next() and without a decision, which refuses "
+        f"{GUARDED.get(domain, 'the call')} (a listener passes on with `return await next()`)",
+        hook=domain,
+        listener=name,
+    )
+
+
+def rejection(domain: str, listener: str, reason: str) -> HookRefused:
+    """``reject(reason)`` from a listener of a hook point whose decision is not a verdict
+    (``request``, ``llm_stream``): raised through every outer ``next()`` like a refusal."""
+    return HookRefused(
+        f"{domain} hook {listener} refused {GUARDED.get(domain, 'the call')}: {reason}",
+        hook=domain,
+        listener=listener,
+    )
+
+
 async def run_waterfall(
     listeners: Sequence[Callable[..., Any]],
     ctx: Any,
     terminal: Callable[[], Awaitable[T]],
     domain: str,
+    decision: Callable[[Any, str], T] | None = None,
 ) -> T:
-    """Run ``listeners`` in order around ``terminal``. Each ``next`` may be called once."""
+    """Run ``listeners`` in order around ``terminal`` (the default call, reached only through
+    every listener's ``next``). ``decision(value, listener_name)`` checks a listener's return
+    value and makes it the hook point's decision type. Raises :class:`HookRefused` when a
+    listener returns nothing without calling ``next`` (also out of every outer ``next()``, so an
+    outer listener that returns nothing lets the refusal stand)."""
 
     async def call(i: int) -> T:
         if i == len(listeners):
             return await terminal()
         listener = listeners[i]
-        state: dict[str, Any] = {"called": False, "result": None}
+        called = False
+        result: Any = None
+        failure: BaseException | None = None
 
         async def next_() -> T:
-            if state["called"]:
+            nonlocal called, result, failure
+            if called:
                 raise HookError(f"{domain} hook {_name(listener)} called next() twice")
-            state["called"] = True
-            state["result"] = await call(i + 1)
-            return state["result"]  # type: ignore[no-any-return]
+            called = True
+            try:
+                result = await call(i + 1)
+            except BaseException as e:
+                failure = e
+                raise
+            return result  # type: ignore[no-any-return]
 
         out = await _maybe_await(listener(ctx, next_))
         if out is not None:
+            if decision is not None:
+                return decision(out, _name(listener))
             return out  # type: ignore[no-any-return]
-        if state["called"]:
-            return state["result"]  # type: ignore[no-any-return]
-        # Neither a value nor next(): the rest of the chain is cut and the plain default stands.
-        return await terminal()
+        if failure is not None:
+            # nothing returned after a failed next(): the failure (a refusal, an error) stands
+            raise failure
+        if called:
+            return result  # type: ignore[no-any-return]
+        raise refusal(domain, listener)
 
     return await call(0)
+
+
+def pre_step_decision(value: Any, listener: str) -> Enter | Reject:
+    if isinstance(value, Enter | Reject):
+        return value
+    raise HookError(f"pre_step hook {listener} must return enter(...) or reject(...), got {value!r}")
+
+
+def request_decision(value: Any, listener: str) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, Reject):
+        raise rejection("request", listener, value.reason)
+    raise HookError(f"request hook {listener} must return the params dict or reject(...), got {value!r}")
+
+
+def request_error_decision(value: Any, listener: str) -> str:
+    if value in (RETRY, RAISE):
+        return str(value)
+    raise HookError(f'request_error hook {listener} must return "retry" or "raise", got {value!r}')
+
+
+def stream_decision(value: Any, listener: str) -> Any:
+    if hasattr(value, "__aiter__"):
+        return value
+    if isinstance(value, Reject):
+        raise rejection("llm_stream", listener, value.reason)
+    raise HookError(
+        f"llm_stream hook {listener} must return an async iterator of chunks or reject(...), got {value!r}"
+    )
+
+
+class HookedProvider:
+    """A provider whose every stream passes through an agent's ``llm_stream`` hooks: what the
+    agent hands its compactor, so a summary call is no way around a stream policy. Everything
+    else is the wrapped provider's."""
+
+    def __init__(self, agent: Agent, provider: Any, purpose: Literal["step", "compaction"]) -> None:
+        self._agent = agent
+        self._provider = provider
+        self._purpose = purpose
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._provider, name)
+
+    def __repr__(self) -> str:
+        return f"HookedProvider({self._provider!r})"
+
+    async def stream(self, request: Request) -> AsyncIterator[Any]:
+        listeners = self._agent.hooks.llm_stream_hooks
+        provider = self._provider
+
+        async def base() -> Any:
+            return provider.stream(request)
+
+        # a refusal raises HookRefused here: the caller's call fails (a summary falls back)
+        stream = await run_waterfall(
+            listeners, StreamContext(self._agent, request, self._purpose), base, "llm_stream", stream_decision
+        )
+        try:
+            async for chunk in stream:
+                yield chunk
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
 
 
 def _name(fn: Callable[..., Any]) -> str:
     return getattr(fn, "__qualname__", None) or repr(fn)
 
 
+def _check_listener(point: str, fn: Callable[..., Any], args: tuple[str, ...]) -> None:
+    """Refuse at registration a listener its hook point cannot call (an old one-argument policy
+    registered on a waterfall would otherwise refuse every call at run time)."""
+    if not callable(fn):
+        raise InvalidHookError(f"{point} hooks must be callables, got {fn!r}")
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return  # builtins without a signature: called as they are
+    try:
+        sig.bind(*args)
+    except TypeError:
+        why = f": {point} is a waterfall (pass on with `return await next()`)" if "next" in args else ""
+        raise InvalidHookError(
+            f"{point} listener {_name(fn)}{sig} must take ({', '.join(args)}){why}"
+        ) from None
+
+
 class Hooks:
-    """Registration of every hook. Each method registers ``fn`` and returns it (decorator use)."""
+    """Registration of every hook. Each method registers ``fn`` and returns it (decorator use).
+
+    Waterfalls (``fn(ctx, next)``): ``pre_step``, ``request``, ``request_error``, ``llm_stream``,
+    ``tool_pre_execute``, ``tool_execute``, ``tool_post_execute``. Serial: ``turn_stopping``
+    (``fn(ctx)``); notification: ``status`` (``fn(status)``).
+    """
 
     def __init__(self) -> None:
         self.pre_step_hooks: list[Callable[..., Any]] = []
@@ -253,41 +397,46 @@ class Hooks:
         # resolves Ask decisions: fn(ctx, question) -> bool (sync or async); None denies
         self.approver: Callable[..., Any] | None = None
 
-    def pre_step(self, fn: F) -> F:
-        self.pre_step_hooks.append(fn)
+    def _add(self, point: str, fn: F, args: tuple[str, ...] = ("ctx", "next")) -> F:
+        _check_listener(point, fn, args)
+        getattr(self, f"{point}_hooks").append(fn)
         return fn
+
+    def pre_step(self, fn: F) -> F:
+        return self._add("pre_step", fn)
 
     def request(self, fn: F) -> F:
-        self.request_hooks.append(fn)
-        return fn
+        return self._add("request", fn)
 
     def request_error(self, fn: F) -> F:
-        self.request_error_hooks.append(fn)
-        return fn
+        return self._add("request_error", fn)
 
     def turn_stopping(self, fn: F) -> F:
-        self.turn_stopping_hooks.append(fn)
-        return fn
+        return self._add("turn_stopping", fn, ("ctx",))
 
     def status(self, fn: F) -> F:
-        self.status_hooks.append(fn)
-        return fn
+        return self._add("status", fn, ("status",))
 
     def tool_pre_execute(self, fn: F) -> F:
-        self.tool_pre_execute_hooks.append(fn)
-        return fn
+        return self._add("tool_pre_execute", fn)
 
     def tool_execute(self, fn: F) -> F:
-        self.tool_execute_hooks.append(fn)
-        return fn
+        return self._add("tool_execute", fn)
 
     def tool_post_execute(self, fn: F) -> F:
-        self.tool_post_execute_hooks.append(fn)
-        return fn
+        return self._add("tool_post_execute", fn)
 
     def llm_stream(self, fn: F) -> F:
-        self.llm_stream_hooks.append(fn)
-        return fn
+        return self._add("llm_stream", fn)
+
+    def share_capabilities(self, other: Hooks) -> None:
+        """Apply ``other``'s capability hooks (tool and stream policies, the approver) here too:
+        a sub-agent runs under its parent's policies. The lists are shared, not copied."""
+        self.tool_pre_execute_hooks = other.tool_pre_execute_hooks
+        self.tool_execute_hooks = other.tool_execute_hooks
+        self.tool_post_execute_hooks = other.tool_post_execute_hooks
+        self.llm_stream_hooks = other.llm_stream_hooks
+        self.approver = other.approver
 
     def notify_status(self, status: Literal["idle", "running"]) -> None:
         for fn in self.status_hooks:
@@ -309,6 +458,7 @@ __all__ = [
     "Block",
     "Deny",
     "Enter",
+    "HookRefused",
     "Hooks",
     "PostExecuteContext",
     "PreStepContext",
@@ -328,4 +478,5 @@ __all__ = [
     "enter",
     "reject",
     "replace",
+    "run_waterfall",
 ]

@@ -47,6 +47,9 @@ class Options:
     debug_invariants: bool = False
     # StreamInterrupted retries per turn (each adds a short "continue" user message)
     max_stream_retries: int = 3
+    # record every stream chunk as an `assistant/chunk` event as it arrives (token-level replay);
+    # the assistant message then lists them in `sourceEventSeqs`. Off: one event per reply.
+    record_chunks: bool = False
 
     def __post_init__(self) -> None:
         if self.max_steps is not None and self.max_steps < 1:

@@ -15,17 +15,17 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from foldlog import _core
-from foldlog._frozen import FrozenDict, freeze
+from foldlog._frozen import EventsView, FrozenDict, freeze, thaw
 from foldlog.errors import InvalidEventError, StorageError
 
 if TYPE_CHECKING:
     from foldlog._core import PlanHistory
-    from foldlog.tokens import Tokenizer
+    from foldlog.tokens import TokenCount, Tokenizer
     from foldlog.wire import WireMessages
 
 log = logging.getLogger("foldlog.session")
@@ -61,37 +61,6 @@ class StoreWriter(Protocol):
     def read_log(self) -> bytes: ...
     def append(self, lines: bytes, first_seq: int, count: int) -> None: ...
     def close(self) -> None: ...
-
-
-class EventsView(Sequence[Mapping[str, Any]]):
-    """The log's events as read-only mappings (``type``, ``seq``, ``time``, ``data``, …)."""
-
-    def __init__(self, core: _core.Log) -> None:
-        self._core = core
-
-    def __len__(self) -> int:
-        return len(self._core)
-
-    @overload
-    def __getitem__(self, index: int) -> Mapping[str, Any]: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Mapping[str, Any]]: ...
-    def __getitem__(self, index: int | slice) -> Mapping[str, Any] | Sequence[Mapping[str, Any]]:
-        if isinstance(index, slice):
-            start, stop, step = index.indices(len(self._core))
-            if step == 1:
-                return tuple(freeze(e) for e in self._core.events(start, max(start, stop)))
-            return tuple(self[i] for i in range(start, stop, step))
-        return freeze(self._core.event(index))  # type: ignore[no-any-return]
-
-    def __iter__(self) -> Iterator[Mapping[str, Any]]:
-        n = len(self._core)
-        for start in range(0, n, 4096):
-            yield from (freeze(e) for e in self._core.events(start, min(n, start + 4096)))
-
-    def types(self) -> list[str]:
-        """Event types in seq order (no data decoded)."""
-        return self._core.kinds()
 
 
 class Session:
@@ -169,8 +138,9 @@ class Session:
         """Read a log file and apply the load normalizer, in memory: the file is not changed.
 
         A torn last line is cut (see ``torn_tail``); damage followed by valid events raises
-        `CorruptLogError` naming the line; a log from a newer foldlog raises
-        `UnsupportedFormatError`.
+        `CorruptLogError` naming the line, and so does an empty file ("empty file: no header":
+        a log always starts with its header; `open` is what starts one); a log from a newer
+        foldlog raises `UnsupportedFormatError`.
         """
         core, info = _core.Log.read_file(Path(path))
         self = cls._from_core(core, info, str(path))
@@ -180,7 +150,7 @@ class Session:
     @classmethod
     def from_bytes(cls, data: bytes, *, source: str = "<bytes>") -> Session:
         """Like `load`, from bytes (e.g. a log streamed out of a database)."""
-        core, info = _core.Log.parse(data, source)
+        core, info = _core.Log.parse(data, source, allow_empty=False)
         self = cls._from_core(core, info, source)
         self._normalize()
         return self
@@ -267,9 +237,13 @@ class Session:
     def add(self, message: Mapping[str, Any]) -> int:
         """Record an OpenAI-chat-shaped message (``role`` system/user/assistant/tool) as given.
 
-        Malformed tool calls are recorded as they are (the normalizers deal with them); data that
-        is not JSON-safe (NaN, non-string keys, objects) is refused before anything is written.
-        Returns the event's seq.
+        The message is checked first, in the core (docs/log-format.md, "Message shapes"):
+        ``content`` a string or a list of content blocks (text, images, audio, files — kept and
+        derived as given), ``tool_calls`` a list of calls, tool messages with their
+        ``tool_call_id``; data that is not JSON-safe (NaN, non-string keys, objects) is refused
+        too. Anything refused raises `InvalidEventError` naming the place (``content[1].type``)
+        and nothing is recorded. Tool calls with cut arguments or empty names are recorded as
+        they are (the normalizers deal with them). Returns the event's seq.
         """
         if not isinstance(message, Mapping):
             raise InvalidEventError(
@@ -279,12 +253,13 @@ class Session:
             seq = self._core.add_message(message, now_ms())
         return self._committed(seq)
 
-    def _note_usage(self, data: Mapping[str, Any]) -> None:
+    def _note_usage(self, data: Mapping[str, Any], derived_before: int) -> None:
         usage = data.get("usage")
         if isinstance(usage, Mapping):
             prompt = usage.get("promptTokens", usage.get("prompt_tokens"))
             if isinstance(prompt, int) and prompt > 0:
-                self.record_prompt_tokens(prompt)
+                # the usage of the request this reply answers: the messages before the reply
+                self._reported = (prompt, self.rewrite_version, derived_before)
 
     def append_event(
         self,
@@ -294,11 +269,11 @@ class Session:
         surface_op: str | Mapping[str, Any] | None = None,
         source_event_seqs: Sequence[int] | None = None,
     ) -> int:
-        """Append any event (see docs/log-format.md). Returns its seq; nothing is written on error."""
+        """Append any event (see docs/log-format.md). Returns its seq; nothing is written or
+        changed on error (a message event's data is checked like `add`'s message)."""
         with self._lock:
-            if type == "assistant/message":
-                # the usage reported for the request this reply answers: before the reply is added
-                self._note_usage(data)
+            usage = type == "assistant/message" and isinstance(data, Mapping) and "usage" in data
+            before = len(self._sync_derived()) if usage else 0
             seq = self._core.append(
                 type,
                 data,
@@ -306,21 +281,33 @@ class Session:
                 surface_op,
                 list(source_event_seqs) if source_event_seqs is not None else None,
             )
+            if usage:
+                self._note_usage(data, before)
         return self._committed(seq)
+
+    def append_events(self, events: Iterable[Mapping[str, Any]]) -> list[int]:
+        """Append several events, all or nothing: each is a mapping with ``type`` and ``data``
+        (and ``surfaceOp`` / ``sourceEventSeqs`` when needed, as in the log's envelope). Every
+        event is checked — its data, its seqs, its surface op against the surface as the events
+        before it in the batch leave it — before the log changes; the first refused event raises
+        `InvalidEventError` (its ``index`` attribute says which) and nothing is recorded.
+        Subscribers see the events once all are recorded. Returns their seqs."""
+        with self._lock:
+            seqs = self._core.append_batch(list(events), now_ms())
+        for s in seqs:
+            self._committed(s)
+        return seqs
 
     def replace(self, messages: Iterable[Mapping[str, Any]]) -> None:
         """Make the surface exactly ``messages`` (recorded as a reset followed by appends).
 
-        Readers holding a snapshot keep it; `rewrite_version` moves.
+        All or nothing: every message is checked before anything is recorded; on error the
+        events, the derived messages, `rewrite_version` and subscribers are untouched
+        (`InvalidEventError` names the message: its ``index`` attribute). Readers holding a
+        snapshot keep it; `rewrite_version` moves.
         """
-        msgs = list(messages)
-        if not msgs:
-            raise InvalidEventError("replace() needs at least one message (the surface cannot be empty)")
-        seqs = []
         with self._lock:
-            seqs.append(self._core.add_message(msgs[0], now_ms(), {"op": "reset", "keep": []}))
-            for m in msgs[1:]:
-                seqs.append(self._core.add_message(m, now_ms()))
+            seqs = self._core.replace_messages(list(messages), now_ms())
         for s in seqs:
             self._committed(s)
 
@@ -330,12 +317,7 @@ class Session:
         if writer is None:
             return
         with self._lock:
-            if self.model is not None:
-                # count the batch's messages before they are written, so the counts travel with
-                # the events and a resumed session never tokenizes them again
-                tok = self._tokenizer(self.model)
-                if tok.exact:
-                    self._core.surface_tokens(tok._counter)
+            self._count_batch()
             append_from = getattr(writer, "append_from", None)
             if append_from is not None:
                 append_from(self._core)
@@ -344,6 +326,20 @@ class Session:
             if count:
                 writer.append(data, first, count)
                 self._core.mark_flushed(first + count)
+
+    def _count_batch(self) -> None:
+        """Count the batch's messages before they are written, so the counts travel with the
+        events and a resumed session never tokenizes them again. Counting is a cache and never
+        blocks a write: what cannot be counted now is written without its count (and counted
+        when a count is asked for)."""
+        if self.model is None:
+            return
+        try:
+            tok = self._tokenizer(self.model)
+            if tok.exact:
+                self._core.surface_tokens(tok._counter)
+        except Exception as exc:  # a tokenizer that cannot load, a message it cannot count
+            log.warning("session %s: batch written without token counts (%s)", self.id, exc)
 
     def close(self) -> None:
         """Flush and release the writer's lock. Safe to call twice."""
@@ -400,9 +396,11 @@ class Session:
             self._derived.extend(freeze(m) for m in new)
         return self._derived
 
-    def snapshot(self) -> tuple[Mapping[str, Any], ...]:
-        """An immutable copy of the derived history, safe to keep while the loop writes."""
-        return self.derive_messages()
+    def snapshot(self) -> list[dict[str, Any]]:
+        """The derived history as plain, mutable deep copies (dicts and lists), safe to keep and
+        to change while the loop writes: changing them never changes the log. (`derive_messages`
+        gives the frozen, zero-copy messages themselves.)"""
+        return thaw(self.derive_messages())  # type: ignore[no-any-return]
 
     def wire_messages(self) -> list[Mapping[str, Any]]:
         """What a request would carry now: the derived messages after the strict send normalizer
@@ -410,7 +408,7 @@ class Session:
 
         The list is new; the messages are the immutable derived ones wherever the normalizer left
         them unchanged (so a request costs no conversion of the history), new frozen ones where it
-        filled or renamed a result. Use `thaw` (``foldlog._frozen``) for mutable copies.
+        filled or renamed a result. Use `foldlog.thaw` for mutable copies.
         """
         with self._lock:
             final, tail = self._wire_parts()
@@ -456,7 +454,8 @@ class Session:
         return self._core.derived_seqs()
 
     def has_content(self) -> bool:
-        """Anything on the surface beyond the system prompt."""
+        """Anything the model would see beyond the system prompt (an empty assistant message,
+        kept in the log only for its usage, is not content)."""
         return self._core.has_content()
 
     @property
@@ -509,22 +508,32 @@ class Session:
             tok = Tokenizer.for_model(name, tokens_per_char=calibrated_tokens_per_char(self._calibration))
         return tok
 
-    def token_count(self, model: str | None = None, tools: Sequence[Mapping[str, Any]] = ()) -> int:
+    def token_count(self, model: str | None = None, tools: Sequence[Mapping[str, Any]] = ()) -> TokenCount:
         """Prompt tokens of the surface as the next request would carry it: its messages (with the
         model family's framing), the request priming and, when given, the tool schemas.
 
+        A `TokenCount`: an ``int`` whose ``exact`` says whether the figure is exact — False for
+        models without an exact tokenizer (the calibrated estimate) and when a message holds
+        non-text content (images, audio, files: estimated, see docs/tokens.md).
+
         With an exact tokenizer each event is counted once: the count is kept with the event
-        (``"tokens": {"deepseek-v4": n}`` in its line when it is flushed), so a resumed session
-        recounts nothing; a different tokenizer counts again. Other models get the calibrated
-        estimate (``Tokenizer.exact`` is False).
+        (``"tokens": {"deepseek-v4": n}`` in its line when it is flushed, with
+        ``"tokensEstimated": true`` when part of it is an estimate), so a resumed session
+        recounts nothing; a different tokenizer counts again.
         """
+        from foldlog.tokens import TokenCount
+
         tok = self._tokenizer(model)
         with self._lock:
-            total = self._core.surface_tokens(tok._counter)
+            total = self._core.surface_token_total(tok._counter)
+            tokens: int
+            exact: bool
             if total is None:
-                total = sum(tok.count_message(m) for m in self.derive_messages())
+                tokens, exact = sum(int(tok.count_message(m)) for m in self.derive_messages()), False
+            else:
+                tokens, exact = total[0], total[1] == 0
         extra = tok.count_tools(tools) if tools else 0
-        return int(total) + extra + int(tok.request_overhead())
+        return TokenCount(int(tokens) + extra + int(tok.request_overhead()), exact=exact and tok.exact)
 
     def token_counts(self, model: str | None = None) -> list[int] | None:
         """The tokens of each derived message (parallel to `derive_messages`) with ``model``'s
@@ -558,7 +567,7 @@ class Session:
         with self._lock:
             # cheap on purpose (the agent calls this every step): the calibration of estimating
             # tokenizers is derived from it only when an estimate is asked for
-            self._reported = (prompt_tokens, self.rewrite_version, len(self.derive_messages()))
+            self._reported = (prompt_tokens, self.rewrite_version, len(self._sync_derived()))
 
     def estimate_prompt_tokens(
         self, model: str | None = None, tools: Sequence[Mapping[str, Any]] = ()

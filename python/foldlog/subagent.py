@@ -12,6 +12,7 @@ from foldlog.hooks import ToolContext
 from foldlog.tools.registry import Tool, make_tool
 
 if TYPE_CHECKING:
+    from foldlog.hooks import Hooks
     from foldlog.options import Options
     from foldlog.providers.base import Provider
     from foldlog.session import Session
@@ -28,13 +29,20 @@ async def run_subagent(
     prompt: str,
     options: Options | None,
     sink: Callable[[Any], Any] | None,
+    *,
+    hooks: Hooks | None = None,
 ) -> str:
-    """Run a child agent on ``session`` and return its last non-empty assistant answer."""
+    """Run a child agent on ``session`` and return its last non-empty assistant answer.
+
+    ``hooks``: capability hooks (tool and stream policies, the approver) the child runs under;
+    the ``task`` tool passes its parent's, so delegating never escapes a policy."""
     from foldlog.agent import Agent
 
     if session is None:
         raise ValueError("run_subagent needs a session (got None)")
     child = Agent(provider, registry, session, options, sink)
+    if hooks is not None:
+        child.hooks.share_capabilities(hooks)
     await child.run(prompt)
     for m in reversed(session.derive_messages()):
         if m.get("role") == "assistant":
@@ -92,7 +100,9 @@ async def _task(
     options = dataclasses.replace(parent.options, max_steps=child_steps(max_steps, parent.options.max_steps))
     registry = parent.registry.without(TASK_TOOL)
     sink = NestedSink(parent._emit, ctx.call.id)
-    return await run_subagent(parent.provider, registry, child_session, prompt, options, sink)
+    return await run_subagent(
+        parent.provider, registry, child_session, prompt, options, sink, hooks=parent.hooks
+    )
 
 
 def task_tool() -> Tool:

@@ -19,6 +19,7 @@ from foldlog.errors import TokenizerError
 
 __all__ = [
     "DEFAULT_MODEL",
+    "TokenCount",
     "Tokenizer",
     "calibrated_tokens_per_char",
     "count_tokens",
@@ -70,6 +71,29 @@ def _dumps(value: object) -> str:
     return json.dumps(value, default=_jsonable, ensure_ascii=False)
 
 
+class TokenCount(int):
+    """A token count that says whether it is exact: an ``int`` (arithmetic on it gives plain
+    ints) with ``exact`` — False when any part of it is an estimate (a model without an exact
+    tokenizer, or non-text content such as images, audio and files: see docs/tokens.md)."""
+
+    exact: bool
+
+    def __new__(cls, value: int, *, exact: bool) -> TokenCount:
+        self = super().__new__(cls, value)
+        self.exact = exact
+        return self
+
+    def __repr__(self) -> str:
+        return f"TokenCount({int(self)}, exact={self.exact})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_token_count, (int(self), self.exact))
+
+
+def _token_count(value: int, exact: bool) -> TokenCount:
+    return TokenCount(value, exact=exact)
+
+
 class Tokenizer:
     """An exact tokenizer (``exact=True``) or the estimate for unknown models (``exact=False``)."""
 
@@ -119,9 +143,12 @@ class Tokenizer:
         """Counts of many texts, in parallel with the GIL released."""
         return self._counter.count_batch(list(texts))
 
-    def count_message(self, message: Mapping[str, Any]) -> int:
-        """Tokens one chat message (OpenAI shape) costs, template framing included."""
-        return self._counter.count_message_json(_dumps(message))
+    def count_message(self, message: Mapping[str, Any]) -> TokenCount:
+        """Tokens one chat message (OpenAI shape) costs, template framing included. Text is
+        counted exactly (with an exact tokenizer); non-text content blocks (images, audio, files)
+        by a documented estimate, never refused: then ``exact`` is False."""
+        tokens, estimated = self._counter.count_message_detail_json(_dumps(message))
+        return TokenCount(tokens, exact=self.exact and not estimated)
 
     def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
         """Tokens the tool schemas of a request cost."""
@@ -133,10 +160,11 @@ class Tokenizer:
 
     def count_request(
         self, messages: Iterable[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] = ()
-    ) -> int:
+    ) -> TokenCount:
         """Prompt tokens of a whole request: messages + tools + overhead."""
-        total = sum(self.count_message(m) for m in messages)
-        return total + self.count_tools(tools) + self.request_overhead()
+        counts = [self.count_message(m) for m in messages]
+        total = sum(counts) + self.count_tools(tools) + self.request_overhead()
+        return TokenCount(total, exact=self.exact and all(c.exact for c in counts))
 
     def __repr__(self) -> str:
         return f"Tokenizer(name={self.name!r}, exact={self.exact})"

@@ -36,6 +36,11 @@ class MessageList(Sequence[Mapping[str, Any]]):
     def __len__(self) -> int:
         return self._count + len(self._tail)
 
+    def parts(self) -> tuple[list[Mapping[str, Any]], int, list[Mapping[str, Any]]]:
+        """``(head, count, tail)``: the messages are ``head[:count] + tail``, and ``head`` is only
+        ever appended to (work done on ``head[:count]`` stays valid while it is the same list)."""
+        return self._head, self._count, self._tail
+
     @overload
     def __getitem__(self, index: int) -> Mapping[str, Any]: ...
     @overload

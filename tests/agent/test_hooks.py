@@ -187,7 +187,7 @@ def test_tool_pre_execute_allow_deny_ask(session: Session) -> None:
     agent = Agent(p, [danger], session)
 
     @agent.hooks.tool_pre_execute
-    def policy(ctx: Any) -> Any:
+    def policy(ctx: Any, next: Any) -> Any:
         x = ctx.arguments["x"]
         return {1: allow(), 2: deny("x=2 is forbidden"), 3: ask("run x=3?"), 4: ask("run x=4?")}[x]
 
@@ -226,12 +226,12 @@ def test_tool_execute_waterfall_and_post_execute(session: Session) -> None:
         return res
 
     @agent.hooks.tool_post_execute
-    def post(ctx: Any) -> Any:
+    def post(ctx: Any, next: Any) -> Any:
         if "secret" in ctx.result.content:
             return block("contains a secret")
         if ctx.result.content == "[c]":
             return replace("C!")
-        return None
+        return next()
 
     agent.run_sync("go")
     out = [e["data"]["message"]["content"] for e in of_type(session, "tool/result")]
@@ -244,7 +244,7 @@ def test_tool_hook_error_becomes_error_result(session: Session) -> None:
     agent = Agent(p, [echo], session)
 
     @agent.hooks.tool_pre_execute
-    def broken(ctx: Any) -> Any:
+    def broken(ctx: Any, next: Any) -> Any:
         raise RuntimeError("policy server down")
 
     assert agent.run_sync("go") == "ok"

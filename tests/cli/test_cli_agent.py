@@ -111,6 +111,39 @@ def test_run_json_and_continue(tmp_path: Path, workspace: Path, reading_model: F
     assert reading_model.requests[-1]["messages"][1]["content"] == "secret?"
 
 
+def test_usage_line_counts_every_request_sent(tmp_path: Path, workspace: Path) -> None:
+    """A retried HTTP error and replies without usage are requests too (issue 14: "3 request(s)"
+    for a run that made 5 — the line counted usage reports, not requests)."""
+    replies: list[dict[str, object]] = [
+        {"status": 503},  # retried by the provider
+        {"content": "", "tool_calls": [("c1", "read_file", '{"path": "hello.txt"}')], "usage": USAGE},
+        {"content": "", "tool_calls": [("c2", "list_dir", "{}")], "usage": None},  # no usage sent
+        {"content": "The secret word is pumpkin.", "usage": None},
+    ]
+    for server in _serve(replies):
+        proc = run_cli("run", "secret?", *_agent_args(server, workspace), home=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert len(server.requests) == 4
+        assert "usage: 4 request(s), 1200 prompt + 30 completion tokens" in proc.stderr
+    for server in _serve(replies):
+        proc = run_cli("run", "secret?", "--json", *_agent_args(server, workspace), home=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        result = json.loads(proc.stdout.splitlines()[-1])
+        assert result["usage"]["requests"] == len(server.requests) == 4
+
+
+def test_usage_line_without_a_request_counter_counts_every_usage_source() -> None:
+    import io
+
+    from foldlog.cli.live import LiveSink
+    from foldlog.events import Usage
+
+    sink = LiveSink(out=io.StringIO(), err=io.StringIO())
+    for source in ("executor", "subagent", "subagent", "compaction", "executor"):
+        sink(Usage(100, 10, source=source))  # type: ignore[arg-type]
+    assert sink.usage_line().startswith("usage: 5 request(s), 500 prompt + 50 completion tokens")
+
+
 def test_run_max_steps_exit_3(tmp_path: Path, workspace: Path) -> None:
     for server in _serve([{"content": "", "tool_calls": [("c", "list_dir", "{}")]}]):
         proc = run_cli(

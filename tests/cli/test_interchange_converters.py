@@ -307,3 +307,34 @@ def test_wrong_shape_is_reported(tmp_path: Path) -> None:
         convert("codex", tmp_path / "missing.jsonl")
     with pytest.raises(ValueError, match="unknown transcript format"):
         convert("aider", line)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "what"),
+    [
+        ("claude-code", "Claude Code transcripts are JSONL"),
+        ("codex", "Codex rollouts are JSONL"),
+        ("dsh", "dsh logs are JSONL"),
+    ],
+)
+def test_a_json_document_given_to_a_jsonl_importer_says_jsonl_was_expected(
+    tmp_path: Path, fmt: str, what: str
+) -> None:
+    records = [{"type": "user", "message": {"role": "user", "content": "hi"}}, {"type": "assistant"}]
+    pretty = tmp_path / "pretty.json"
+    pretty.write_text(json.dumps(records, indent=2))  # a JSON array, pretty-printed
+    one_line = tmp_path / "one-line.json"
+    one_line.write_text(json.dumps(records))  # a JSON array on one line
+    document = tmp_path / "document.json"
+    document.write_text(json.dumps(records[0], indent=2))  # one object, pretty-printed
+    for path, shape in ((pretty, "a JSON array"), (one_line, "a JSON array"), (document, "several lines")):
+        with pytest.raises(TranscriptError) as info:
+            convert(fmt, path)
+        message = str(info.value)
+        assert shape in message and what in message and "one JSON object per line" in message
+        assert "Expecting value" not in message and info.value.line == 1
+    # a damaged first line of a real JSONL file is still reported as invalid JSON
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text('{"type": "user", "mess\n{"type": "user"}\n')
+    with pytest.raises(TranscriptError, match=r"invalid JSON"):
+        convert(fmt, damaged)

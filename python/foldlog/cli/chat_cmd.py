@@ -118,8 +118,11 @@ class Chat:
         self.args = args
         self.cfg = cfg
         self.out = console(markup=False)  # paths, previews and help text hold brackets
-        self.sink = LiveSink(show_reasoning=bool(cfg.get("show_reasoning")))
         self.provider: Any = None
+        self.sink = LiveSink(
+            show_reasoning=bool(cfg.get("show_reasoning")),
+            requests_sent=lambda: getattr(self.provider, "requests_sent", None),
+        )
         self.session: Any = None
         self.agent: Any = None
         self.turn_running = False

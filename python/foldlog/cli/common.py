@@ -52,17 +52,6 @@ def human_size(n: int) -> str:
     return f"{n} B"
 
 
-def to_plain(value: Any) -> Any:
-    """The session's frozen mappings/sequences as plain JSON values (recursively)."""
-    from collections.abc import Iterable, Mapping
-
-    if isinstance(value, Mapping):
-        return {str(k): to_plain(v) for k, v in value.items()}
-    if isinstance(value, Iterable) and not isinstance(value, str | bytes):
-        return [to_plain(v) for v in value]
-    return value
-
-
 def surface_tokens(messages: Any, model: str | None) -> tuple[int, str]:
     """Prompt tokens ``messages`` cost for ``model`` and how they were counted (tokenizer name)."""
     from foldlog.errors import FoldlogError

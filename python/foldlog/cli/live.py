@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from foldlog.cli.render import call_line
@@ -45,6 +46,12 @@ class Totals:
 
 
 class LiveSink:
+    """``requests_sent``: reads the provider's count of requests sent (``OpenAICompatible.
+    requests_sent``), the only count that also sees requests no usage was reported for — a retried
+    HTTP error, a cut stream, a server that sends no usage, the local model's second call for a
+    text answer. Without it (or while it returns ``None``) requests are counted from the usage
+    reports of every source: the agent's steps, sub-agents and compaction summaries."""
+
     def __init__(
         self,
         *,
@@ -52,11 +59,15 @@ class LiveSink:
         show_reasoning: bool = False,
         out: TextIO | None = None,
         err: TextIO | None = None,
+        requests_sent: Callable[[], int | None] | None = None,
     ) -> None:
         self.json_mode = json_mode
         self.show_reasoning = show_reasoning
         self.out = out or sys.stdout
         self.err = err or sys.stderr
+        self.requests_sent = requests_sent
+        self._sent_at_start = requests_sent() if requests_sent is not None else None
+        self._usage_reports = 0
         self.totals = Totals()
         self.turn_reason: str | None = None
         self.turn_error: str | None = None
@@ -96,8 +107,9 @@ class LiveSink:
     def _account(self, kind: str, event: Any) -> None:
         if kind == "Usage":
             t = self.totals
+            self._usage_reports += 1
+            t.requests = self.request_count()
             if getattr(event, "source", "executor") == "executor":
-                t.requests += 1
                 t.last_prompt_tokens = event.prompt_tokens
             t.prompt_tokens += event.prompt_tokens
             t.completion_tokens += event.completion_tokens
@@ -163,8 +175,21 @@ class LiveSink:
 
     # --- summaries ---------------------------------------------------------------------------
 
+    def request_count(self) -> int:
+        """Requests made so far (see the class docstring for where the count comes from)."""
+        sent = self.requests_sent() if self.requests_sent is not None else None
+        if sent is None:
+            return self._usage_reports
+        return sent - (self._sent_at_start or 0)
+
+    def final_totals(self) -> Totals:
+        """The totals with the request count brought up to date (a last request may have
+        reported no usage)."""
+        self.totals.requests = self.request_count()
+        return self.totals
+
     def usage_line(self, currency: str | None = None) -> str:
-        t = self.totals
+        t = self.final_totals()
         cost = f", cost {t.cost:.4f}{' ' + currency if currency else ''}" if t.cost_known else ""
         return (
             f"usage: {t.requests} request(s), {t.prompt_tokens} prompt + {t.completion_tokens} completion "

@@ -10,7 +10,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from foldlog.cli.common import config_from_args, console, session_path, surface_tokens, to_plain
+from foldlog._frozen import thaw
+from foldlog.cli.common import config_from_args, console, session_path, surface_tokens
 from foldlog.cli.main import EXIT_OK, UsageError
 from foldlog.cli.render import print_events, print_messages
 
@@ -200,6 +201,7 @@ def cmd_import(args: argparse.Namespace) -> int:
                 **conv.counts.as_dict(),
                 "needs_repair": check.normalized_dirty,
                 "repair": {k: v for k, v in check.repair_report.items() if v and k != "events_added"},
+                "warnings": list(conv.warnings),
             }
         )
     if args.json:
@@ -212,6 +214,7 @@ def cmd_import(args: argparse.Namespace) -> int:
                 f"{item['tool_calls']} tool calls, {item['tool_results']} tool results, "
                 f"{item['compactions']} compactions"
                 + (_repair_note(item["repair"]) if item["needs_repair"] else "")
+                + "".join(f"\n  warning: {w}" for w in item["warnings"])
             )
     return EXIT_OK
 
@@ -228,7 +231,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     path = session_path(args.src, config_from_args(args))
     session = _load(path)
     messages = session.wire_messages() if args.wire else [dict(m) for m in session.derive_messages()]
-    text = json.dumps(to_plain(messages), indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps(thaw(messages), indent=2, ensure_ascii=False) + "\n"
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
         print(f"{args.output}: {len(messages)} messages", file=sys.stderr)

@@ -6,7 +6,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from foldlog.cli.common import shorten, to_plain
+from foldlog._frozen import thaw
+from foldlog.cli.common import shorten
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -59,12 +60,12 @@ def print_events(events: Iterable[Mapping[str, Any]], out: Console, *, full: boo
     from rich.markup import escape
 
     for ev in events:
-        data = json.dumps(ev.get("data"), ensure_ascii=False, default=to_plain)
+        data = json.dumps(ev.get("data"), ensure_ascii=False, default=thaw)
         if not full:
             data = shorten(data, ARGS_LIMIT).replace("\n", " ")
         extra = ""
         if "surfaceOp" in ev:
-            extra += f" op={json.dumps(ev['surfaceOp'], default=to_plain)}"
+            extra += f" op={json.dumps(ev['surfaceOp'], default=thaw)}"
         sources = list(ev.get("sourceEventSeqs") or ())
         if sources:
             more = f",… +{len(sources) - 10}" if len(sources) > 12 and not full else ""

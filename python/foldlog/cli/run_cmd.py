@@ -67,9 +67,13 @@ async def _main(args: argparse.Namespace, prompt: str) -> int:
 
     cfg = config_from_args(args)
     workspace = workspace_of(cfg)
-    sink = LiveSink(json_mode=args.json, show_reasoning=bool(cfg.get("show_reasoning")))
     options = make_options(cfg)
     provider = make_provider(cfg)
+    sink = LiveSink(
+        json_mode=args.json,
+        show_reasoning=bool(cfg.get("show_reasoning")),
+        requests_sent=lambda: getattr(provider, "requests_sent", None),
+    )
     try:
         session = open_session(cfg, args.session, args.continue_latest, workspace)
         try:
@@ -91,7 +95,7 @@ async def _main(args: argparse.Namespace, prompt: str) -> int:
             "turn_reason": sink.turn_reason,
             "session": session.id,
             "path": str(session.path) if session.path else None,
-            "usage": sink.totals.as_dict(),
+            "usage": sink.final_totals().as_dict(),
         }
         print(json.dumps(result, ensure_ascii=False))
     else:

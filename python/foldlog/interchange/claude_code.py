@@ -5,6 +5,8 @@ and the results of its tool calls can sit between those lines. We therefore gath
 with the results that follow it and write it out when something else begins: the assistant
 message with every call, its ``tool/call`` events, then the results in the order they came.
 ``compact_boundary`` + the ``isCompactSummary`` user record become a foldlog compaction.
+Images and documents (pasted into a prompt, returned by a tool such as Read on a PNG or PDF)
+are kept as blocks; a block the log has no form for is named in the import report.
 ``progress``, snapshots, queue operations and titles are not model history and are skipped.
 """
 
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from foldlog.interchange.events import Conversation, EventBuilder, text_of
+from foldlog.interchange.events import Conversation, EventBuilder, media_blocks, text_of
 from foldlog.interchange.source import expect, iter_jsonl, need_dict
 
 FORMAT = "claude-code"
@@ -81,7 +83,7 @@ def _flush(b: EventBuilder, reply: _Reply | None) -> None:
         b.line = line
         b.tool_result(
             block.get("tool_use_id"),
-            text_of(block.get("content")),
+            b.content(block.get("content")),
             is_error=bool(block.get("is_error")),
         )
 
@@ -92,7 +94,7 @@ def convert(path: str | Path) -> list[Conversation]:
     boundary: dict[str, Any] | None = None
     meta: dict[str, Any] = {"format": FORMAT, "source": str(path)}
     session_id: str | None = None
-    for number, rec in iter_jsonl(path):
+    for number, rec in iter_jsonl(path, "Claude Code transcripts"):
         kind = rec.get("type")
         expect(isinstance(kind, str), 'record without a "type"', path, number)
         if kind not in ("user", "assistant", "system"):
@@ -140,7 +142,7 @@ def convert(path: str | Path) -> list[Conversation]:
                     b.line = line
                     b.tool_result(
                         block.get("tool_use_id"),
-                        text_of(block.get("content")),
+                        b.content(block.get("content")),
                         is_error=bool(block.get("is_error")),
                     )
             if not rest:
@@ -160,6 +162,7 @@ def convert(path: str | Path) -> list[Conversation]:
             )
             boundary = None
             continue
-        b.user(content, source="meta" if rec.get("isMeta") else None)
+        media = media_blocks(content, b.warn)
+        b.user(media if media is not None else content, source="meta" if rec.get("isMeta") else None)
     _flush(b, reply)
     return [b.conversation(id=session_id, meta=meta)]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from foldlog.interchange.events import Conversation, EventBuilder, text_of
+from foldlog.interchange.events import Conversation, EventBuilder, media_blocks, text_of
 from foldlog.interchange.source import expect, iter_jsonl, need_dict
 
 FORMAT = "codex"
@@ -129,7 +129,8 @@ class _Converter:
                 self.b.system(text)
             else:
                 expect(role == "user", f"message with unknown role {role!r}", self.path, number)
-                self.b.user(text)
+                media = media_blocks(item.get("content"), self.b.warn)  # input_image → image_url
+                self.b.user(media if media is not None else text)
         elif kind == "reasoning":
             text = _reasoning_text(item)
             reply = self.open_reply(number)
@@ -151,11 +152,15 @@ class _Converter:
             self.flush()
             self.b.line = number
             output = item.get("output")
-            content = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+            media = media_blocks(output, self.b.warn)  # e.g. view_image: input_text + input_image
+            if media is not None:
+                content: Any = media
+            else:
+                content = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
             self.b.tool_result(item.get("call_id"), content)
 
     def run(self) -> list[Conversation]:
-        for number, rec in iter_jsonl(self.path):
+        for number, rec in iter_jsonl(self.path, "Codex rollouts"):
             kind = rec.get("type")
             expect(isinstance(kind, str), 'record without a "type"', self.path, number)
             payload = need_dict(rec.get("payload"), 'record without a "payload" object', self.path, number)

@@ -67,7 +67,7 @@ def _assistant(b: EventBuilder, data: Mapping[str, Any], path: str | Path, line:
 
 def convert(path: str | Path) -> list[Conversation]:
     b = EventBuilder()
-    for number, rec in iter_jsonl(path):
+    for number, rec in iter_jsonl(path, "dsh logs"):
         b.line = number
         kind = rec.get("type")
         data = rec.get("data")
@@ -90,7 +90,7 @@ def convert(path: str | Path) -> list[Conversation]:
             assert isinstance(msg, Mapping)
             b.tool_result(
                 msg.get("toolCallId"),
-                text_of(msg.get("content")),
+                b.content(msg.get("content")),
                 name=msg.get("toolName"),
                 is_error=bool(msg.get("isError") or data.get("error")),
             )

@@ -14,7 +14,7 @@ session already holds events.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,12 +69,14 @@ class ImportCounts:
 
 @dataclass(slots=True)
 class Conversation:
-    """One converted transcript: its events plus what we know about it."""
+    """One converted transcript: its events plus what we know about it. ``warnings`` says what
+    of the source could not be carried as it was (a block type the log has no form for)."""
 
     events: list[ImportedEvent]
     counts: ImportCounts
     id: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -107,6 +109,72 @@ def text_of(content: Any) -> str:
     return str(content)
 
 
+#: block types that are media: a content list holding one is kept as blocks (never flattened)
+MEDIA_TYPES = frozenset(
+    {"image", "document", "image_url", "input_image", "input_audio", "file", "input_file"}
+)
+_TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
+
+
+def media_blocks(content: Any, warn: Callable[[str], None]) -> list[dict[str, Any]] | None:
+    """``content`` as the blocks the log keeps when it holds images, documents, audio or files;
+    ``None`` when it holds none (the caller keeps it as before: text).
+
+    Blocks are kept as the source wrote them where the log and the providers understand that
+    form (Anthropic ``image`` / ``document``, OpenAI ``image_url`` / ``input_audio`` / ``file``);
+    Responses-API forms become their chat equivalents (``input_image`` → ``image_url``,
+    ``input_file`` → ``file``, ``input_text`` → ``text``). A block with no such form becomes a
+    text block describing it, and ``warn`` is told.
+    """
+    if not isinstance(content, list) or not any(
+        isinstance(b, Mapping) and b.get("type") in MEDIA_TYPES for b in content
+    ):
+        return None
+    out: list[dict[str, Any]] = []
+    for block in content:
+        if isinstance(block, str):
+            out.append({"type": "text", "text": block})
+            continue
+        if not isinstance(block, Mapping):
+            warn(f"a {type(block).__name__} in a content list was kept as text")
+            out.append({"type": "text", "text": _dumps(block)})
+            continue
+        kind = block.get("type")
+        converted = _chat_block(block)
+        if converted is None:
+            warn(f"a {kind!r} block was kept as text (the log has no form for it)")
+            converted = {"type": "text", "text": f"[{kind} block: {_dumps(dict(block))}]"}
+        out.append(converted)
+    return out
+
+
+def _chat_block(block: Mapping[str, Any]) -> dict[str, Any] | None:
+    kind = block.get("type")
+    if kind in _TEXT_TYPES and isinstance(block.get("text"), str):
+        return dict(block) if kind == "text" else {"type": "text", "text": block["text"]}
+    if kind in ("image", "document", "input_audio", "file") and isinstance(
+        block.get(_PAYLOAD[kind]), Mapping
+    ):
+        return dict(block)
+    if kind == "image_url":
+        url = block.get("image_url")
+        if isinstance(url, str):
+            return {"type": "image_url", "image_url": {"url": url}}
+        return dict(block) if isinstance(url, Mapping) else None
+    if kind == "input_image" and isinstance(block.get("image_url"), str):
+        inner: dict[str, Any] = {"url": block["image_url"]}
+        if isinstance(block.get("detail"), str):
+            inner["detail"] = block["detail"]
+        return {"type": "image_url", "image_url": inner}
+    if kind == "input_file":
+        file = {k: block[k] for k in ("file_data", "file_id", "filename") if isinstance(block.get(k), str)}
+        return {"type": "file", "file": file} if "file_data" in file or "file_id" in file else None
+    return None
+
+
+_PAYLOAD = {"image": "source", "document": "source", "input_audio": "input_audio", "file": "file"}
+
+
 class EventBuilder:
     """Builds a well-formed foldlog event sequence from conversation-level calls."""
 
@@ -126,6 +194,27 @@ class EventBuilder:
         self._used_ids: set[str] = set()
         self._synth = 0
         self._compaction = 0
+        self._warnings: Counter[str] = Counter()
+
+    def warn(self, message: str) -> None:
+        """Note something of the source that could not be carried as it was (reported once, counted)."""
+        self._warnings[message] += 1
+
+    def content(self, content: Any) -> Any:
+        """Message content as the log keeps it: blocks when it holds media, else its text (a
+        block that text cannot hold is named in it, and warned about)."""
+        blocks = media_blocks(content, self.warn)
+        if blocks is not None:
+            return blocks
+        if isinstance(content, list):
+            for block in content:
+                if (
+                    isinstance(block, Mapping)
+                    and not isinstance(block.get("text"), str)
+                    and block.get("type")
+                ):
+                    self.warn(f"a {block['type']!r} block was kept only as its name, [{block['type']}]")
+        return text_of(content)
 
     # --- low level ------------------------------------------------------------------------
 
@@ -358,7 +447,8 @@ class EventBuilder:
 
     def conversation(self, *, id: str | None = None, meta: Mapping[str, Any] | None = None) -> Conversation:
         self.finish()
-        return Conversation(self.events, self.counts, id, dict(meta or {}))
+        warnings = [msg if n == 1 else f"{msg} ({n} times)" for msg, n in self._warnings.items()]
+        return Conversation(self.events, self.counts, id, dict(meta or {}), warnings)
 
 
 def _dumps(value: Any) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from foldlog.interchange.events import Conversation, EventBuilder, text_of
+from foldlog.interchange.events import Conversation, EventBuilder, media_blocks, text_of
 from foldlog.interchange.source import expect, load_json, need_list
 
 FORMAT = "openai"
@@ -86,6 +86,9 @@ def add_messages(
         if role == "system" or role == "developer":
             b.system(text_of(content))
         elif role == "user":
+            media = media_blocks(content, b.warn)
+            if media is not None:
+                content = media
             if observations and replied:
                 b.user(content if content is not None else "", source="observation", new_turn=False)
             else:
@@ -110,7 +113,7 @@ def add_messages(
             if not isinstance(ids, list) or not ids:
                 ids = [msg.get("tool_call_id")]
             for call_id in ids:
-                b.tool_result(call_id, text_of(content), name=msg.get("name"))
+                b.tool_result(call_id, b.content(content), name=msg.get("name"))
         else:
             expect(False, f"message {index} has unknown role {role!r}", path, where)
 

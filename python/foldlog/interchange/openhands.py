@@ -51,6 +51,15 @@ def _args(event: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in event.items() if k not in _ENVELOPE}
 
 
+def _with_images(text: Any, urls: Any) -> Any:
+    """A user message's text with its ``image_urls`` (URLs or data URLs) as ``image_url`` blocks."""
+    if not isinstance(urls, list) or not urls:
+        return text
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text_of(text)}] if text_of(text) else []
+    blocks += [{"type": "image_url", "image_url": {"url": u}} for u in urls if isinstance(u, str) and u]
+    return blocks
+
+
 class _Converter:
     def __init__(self, path: str | Path, line: int | None) -> None:
         self.path = path
@@ -73,7 +82,7 @@ class _Converter:
         elif kind == "message":
             text = args.get("content", e.get("message", ""))
             if source == "user":
-                self.b.user(text)
+                self.b.user(_with_images(text, args.get("image_urls")))
             else:
                 self.b.assistant(text_of(text))
         elif kind == "finish":
@@ -114,7 +123,7 @@ class _Converter:
         kind = e["observation"]
         if kind in _SKIP_OBSERVATIONS:
             return
-        content = text_of(e.get("content", e.get("message", "")))
+        content = self.b.content(e.get("content", e.get("message", "")))
         is_error = kind == "error" or str(e.get("success", "")).lower() == "false"
         meta = e.get("tool_call_metadata")
         if isinstance(meta, Mapping) and meta.get("tool_call_id"):
@@ -145,7 +154,7 @@ def convert(path: str | Path) -> list[Conversation]:
     base = {"format": FORMAT, "source": str(path)}
     if Path(path).suffix == ".jsonl":
         out: list[Conversation] = []
-        for number, rec in iter_jsonl(path):
+        for number, rec in iter_jsonl(path, "OpenHands evaluation outputs (.jsonl)"):
             history = need_list(rec.get("history"), 'record without a "history" array', path, number)
             ident = rec.get("instance_id") or f"{Path(path).stem}-{number}"
             meta = {**base, "line": number}

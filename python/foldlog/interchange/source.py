@@ -46,14 +46,21 @@ def progress(path: Path, total: int) -> Iterator[Callable[[int], None]]:
         yield lambda n: bar.advance(task, n)
 
 
-def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line_number, object)`` for each non-blank line; a bad line raises naming file and line."""
+def iter_jsonl(
+    path: str | os.PathLike[str], what: str = "these transcripts"
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line_number, object)`` for each non-blank line; a bad line raises naming file and line.
+
+    ``what`` names the format for the error a whole JSON document gets (``"Claude Code
+    transcripts"``): a JSON array or a pretty-printed object fails on its first line, and saying
+    "invalid JSON" there would hide that the file is valid JSON of the wrong kind."""
     p = Path(path)
     try:
         size = p.stat().st_size
         handle = p.open("rb")
     except OSError as exc:
         raise TranscriptError(f"cannot read: {exc.strerror or exc}", path=str(p)) from exc
+    first = True
     with handle, progress(p, size) as advance:
         for number, raw in enumerate(handle, start=1):
             advance(len(raw))
@@ -62,13 +69,35 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, An
             try:
                 obj = json.loads(raw)
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                if first:
+                    _not_jsonl(raw, p, number, what)
                 detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
                 raise TranscriptError(f"invalid JSON ({detail})", path=str(p), line=number) from None
             if not isinstance(obj, dict):
+                if first:
+                    _not_jsonl(raw, p, number, what)
                 raise TranscriptError(
                     f"expected a JSON object per line, got {type(obj).__name__}", path=str(p), line=number
                 )
+            first = False
             yield number, obj
+
+
+def _not_jsonl(first_line: bytes, path: Path, line: int, what: str) -> None:
+    """Raise the error for a whole JSON document where JSON lines were expected (else return)."""
+    text = first_line.strip()
+    if text.startswith(b"["):  # never the start of a JSON line: those are objects
+        shape = "a JSON array"
+    elif text == b"{":  # a pretty-printed object (a damaged first line stays "invalid JSON")
+        shape = "a JSON document spread over several lines"
+    else:
+        return
+    raise TranscriptError(
+        f"the file looks like {shape}, but {what} are JSONL: one JSON object per line "
+        "(was it exported or pretty-printed? convert it back to one object per line)",
+        path=str(path),
+        line=line,
+    )
 
 
 def load_json(path: str | os.PathLike[str]) -> Any:

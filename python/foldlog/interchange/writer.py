@@ -31,19 +31,29 @@ def shift_op(op: SurfaceOp | None, base: int) -> SurfaceOp | None:
 
 
 def write_conversation(conversation: Conversation, session: Session) -> int:
-    """Append every event of ``conversation`` to ``session``; returns the number written."""
+    """Append every event of ``conversation`` to ``session``, all or nothing: the events are
+    checked together (`Session.append_events`) and a refused one — named with its index, type
+    and source line — leaves the session as it was. Returns the number written."""
     base = len(session.events)
-    for index, ev in enumerate(conversation.events):
-        sources = [s + base for s in ev.source_event_seqs] if ev.source_event_seqs is not None else None
-        try:
-            seq = session.append_event(
-                ev.type, ev.data, surface_op=shift_op(ev.surface_op, base), source_event_seqs=sources
-            )
-        except InvalidEventError as exc:
-            where = f" (source line {ev.source_line})" if ev.source_line is not None else ""
-            raise InvalidEventError(f"imported event {index} ({ev.type}){where}: {exc}") from exc
-        if seq != base + index:
-            raise InvalidEventError(
-                f"session assigned seq {seq} to imported event {index}, expected {base + index}"
-            )
+    batch: list[dict[str, Any]] = []
+    for ev in conversation.events:
+        item: dict[str, Any] = {"type": ev.type, "data": ev.data}
+        if ev.surface_op is not None:
+            item["surfaceOp"] = shift_op(ev.surface_op, base)
+        if ev.source_event_seqs is not None:
+            item["sourceEventSeqs"] = [s + base for s in ev.source_event_seqs]
+        batch.append(item)
+    try:
+        seqs = session.append_events(batch)
+    except InvalidEventError as exc:
+        index = getattr(exc, "index", None)
+        if index is None or not 0 <= index < len(conversation.events):
+            raise
+        ev = conversation.events[index]
+        where = f" (source line {ev.source_line})" if ev.source_line is not None else ""
+        raise InvalidEventError(f"imported event {index} ({ev.type}){where}: {exc}") from exc
+    if seqs and seqs[0] != base:
+        raise InvalidEventError(
+            f"session assigned seq {seqs[0]} to the first imported event, expected {base}"
+        )
     return len(conversation.events)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from foldlog.providers.content import ContentIndex
     from foldlog.wire import WireMessages
 
 FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "cut"]
@@ -119,6 +120,25 @@ class ErrorChunk:
 Chunk = TextDelta | ReasoningDelta | ToolCallStart | ToolCallChunk | UsageChunk | Done | ErrorChunk
 
 
+def chunk_data(chunk: Chunk) -> dict[str, Any]:
+    """A stream chunk as the data of an ``assistant/chunk`` event (kinds named as in the seed's
+    example log: ``text-delta``, ``tool-call-delta``, …)."""
+    if isinstance(chunk, TextDelta):
+        return {"type": "text-delta", "text": chunk.text}
+    if isinstance(chunk, ReasoningDelta):
+        return {"type": "reasoning-delta", "text": chunk.text}
+    if isinstance(chunk, ToolCallStart):
+        return {"type": "tool-call-start", "index": chunk.index, "id": chunk.id, "name": chunk.name}
+    if isinstance(chunk, ToolCallChunk):
+        c = chunk.call
+        return {"type": "tool-call-delta", "id": c.id, "name": c.name, "arguments": c.arguments}
+    if isinstance(chunk, UsageChunk):
+        return {"type": "usage", "usage": chunk.usage.to_dict()}
+    if isinstance(chunk, Done):
+        return {"type": "finish", "reason": chunk.finish_reason}
+    return {"type": "error", "message": f"{type(chunk.error).__name__}: {chunk.error}"}
+
+
 @dataclass(frozen=True, slots=True)
 class Request:
     """One chat-completion request. ``messages`` is exactly the session's wire messages.
@@ -126,6 +146,8 @@ class Request:
     ``wire``, when set, holds the same messages serialised by the session's core: a provider
     whose wire style matches sends those cached segments instead of encoding ``messages``
     (only while ``wire.messages is messages``: a hook that swaps the messages disables it).
+    ``content``, when set, indexes the non-text blocks of ``messages`` (kept incrementally by
+    the agent) for the provider's check of what it can send; trusted on the same terms.
     """
 
     messages: Sequence[Mapping[str, Any]]
@@ -135,11 +157,15 @@ class Request:
     temperature: float | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
     wire: WireMessages | None = None
+    content: ContentIndex | None = None
 
 
 @runtime_checkable
 class Provider(Protocol):
-    """Streams one chat completion."""
+    """Streams one chat completion.
+
+    A provider may also declare ``content_types``: the content block types it can send
+    (``foldlog.providers.content``; absent or ``None``: anything), checked before sending."""
 
     model: str
 

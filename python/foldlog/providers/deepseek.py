@@ -8,6 +8,7 @@ from typing import Any
 
 from foldlog.errors import AuthError
 from foldlog.providers.base import Request, Usage
+from foldlog.providers.content import TEXT_ONLY
 from foldlog.providers.openai_compat import OpenAICompatible
 from foldlog.providers.pricing import DEEPSEEK_PRICES, Price, UsageMeter
 
@@ -29,7 +30,10 @@ class DeepSeek(OpenAICompatible):
 
     Assistant turns with tool calls are sent back with their ``reasoning_content`` while
     thinking is on (the API answers 400 otherwise); other assistant turns are sent without it.
+    The models are text-only: a request holding an image fails before it is sent.
     """
+
+    content_types = TEXT_ONLY
 
     def __init__(
         self,

@@ -24,6 +24,7 @@ from typing import IO, Any
 
 from foldlog.errors import ProviderError
 from foldlog.providers.base import Chunk, Request, Usage, UsageChunk
+from foldlog.providers.content import TEXT_ONLY
 from foldlog.providers.openai_compat import OpenAICompatible
 
 MODEL_FILE = "gemma-3-270m-q4_k_m.gguf"
@@ -231,6 +232,8 @@ class LocalLlama(OpenAICompatible):
     The server starts on the first request (or ``await provider.start()``) and stops on
     ``aclose()``. Tool calls use llama-cpp-python's ``chatml-function-calling`` format.
     """
+
+    content_types = TEXT_ONLY  # Gemma 3 270M reads text only
 
     def __init__(
         self,

@@ -6,12 +6,18 @@ import os
 from typing import Any
 
 from foldlog.errors import AuthError
+from foldlog.providers.content import CHAT_COMPLETIONS
 from foldlog.providers.openai_compat import OpenAICompatible
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 
 class OpenAI(OpenAICompatible):
+    """OpenAI chat completions: text, images (``image_url``), audio (``input_audio``) and files
+    (``file``, PDFs) may be sent, as the model allows (``content_types=`` narrows it)."""
+
+    content_types = CHAT_COMPLETIONS
+
     def __init__(
         self,
         api_key: str | None = None,

@@ -14,7 +14,7 @@ import json
 import logging
 import re
 import ssl
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from foldlog.errors import (
@@ -27,6 +27,7 @@ from foldlog.errors import (
 )
 from foldlog.providers.assemble import ChatStreamAssembler
 from foldlog.providers.base import Chunk, ErrorChunk, Request
+from foldlog.providers.content import TEXT_AND_IMAGES, check_content
 from foldlog.providers.retry import OnRetry, RetryPolicy, is_retryable_status
 from foldlog.providers.sse import MAX_LINE_BYTES, MAX_NOISE_BYTES, SSEDecoder, SSEEvent
 
@@ -58,6 +59,11 @@ class _Cut(Exception):
 class OpenAICompatible:
     """Streams chat completions from ``{base_url}/chat/completions``.
 
+    ``content_types``: the content block types the endpoint's model takes (default: ``text``
+    and ``image_url``; add ``input_audio`` / ``file`` for a model that takes them). A request
+    holding another type fails with :class:`~foldlog.errors.UnsupportedContentError` before
+    anything is sent.
+
     ``timeout`` bounds connecting and sending; ``stall_timeout`` is the watchdog: no bytes for
     that long (waiting for headers or inside the body) counts as a cut connection;
     ``idle_timeout``: no output (only keep-alives, blank lines or empty chunks) for that long
@@ -68,12 +74,16 @@ class OpenAICompatible:
     Passing either bound raises :class:`StreamProtocolError` at once, without retrying.
     """
 
+    #: block types the endpoint takes (a subclass declares its model's; ``None``: anything)
+    content_types: frozenset[str] | None = TEXT_AND_IMAGES
+
     def __init__(
         self,
         base_url: str,
         api_key: str | None = None,
         model: str | None = None,
         *,
+        content_types: Iterable[str] | None = None,
         timeout: float = 30.0,
         stall_timeout: float = 120.0,
         max_retries: int = 10,
@@ -101,6 +111,10 @@ class OpenAICompatible:
             raise ValueError(f"max_connections must be a positive int, got {max_connections!r}")
         if idle_timeout is not None and idle_timeout <= 0:
             raise ValueError(f"idle_timeout must be positive (seconds) or None, got {idle_timeout}")
+        if content_types is not None:
+            if isinstance(content_types, str) or not all(isinstance(t, str) for t in content_types):
+                raise ValueError(f"content_types must be block type names, got {content_types!r}")
+            self.content_types = frozenset(content_types) | {"text"}
         # the decoder checks its bounds; one made here fails on bad ones at construction
         SSEDecoder(max_line_bytes=max_line_bytes, max_noise_bytes=max_noise_bytes)
         self.idle_timeout = None if idle_timeout is None else float(idle_timeout)
@@ -121,6 +135,8 @@ class OpenAICompatible:
         self.max_connections = max_connections
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        # every request sent to the endpoint, retries and replays included (the CLI's usage line)
+        self.requests_sent = 0
 
     # --- identity (never shows the key or the headers) -------------------------------------
 
@@ -213,6 +229,7 @@ class OpenAICompatible:
     # --- streaming -------------------------------------------------------------------------
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk]:
+        check_content(request, self.content_types, f"{type(self).__name__}({self.model})")
         payload = self.encode_request(request)
         replays = 0
         while True:
@@ -395,6 +412,7 @@ class OpenAICompatible:
         attempt = 0
         while True:
             retry_headers: Mapping[str, str] | None = None
+            self.requests_sent += 1
             try:
                 response = await client.send(
                     client.build_request("POST", self.url, content=payload, headers=length), stream=True

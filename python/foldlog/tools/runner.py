@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from foldlog.errors import HookError, HookRefused
 from foldlog.hooks import (
     Accept,
     Allow,
@@ -36,6 +37,7 @@ from foldlog.hooks import (
     ToolOutcome,
     run_waterfall,
 )
+from foldlog.tools.content import MalformedContent, cap_blocks, check_blocks, looks_like_blocks
 from foldlog.tools.output import HeadTail, cap_output, cap_text, clean_text, utf8_len
 
 if TYPE_CHECKING:
@@ -72,9 +74,12 @@ def to_text(value: Any) -> str:
 
 
 def to_outcome(value: Any, limit: int) -> ToolOutcome:
-    """A tool's return value as a result; bytes are capped before they are decoded (never whole)."""
+    """A tool's return value as a result; bytes are capped before they are decoded (never whole);
+    a list of content blocks stays a list (``foldlog.tools.content``)."""
     if isinstance(value, ToolOutcome):
         return value
+    if looks_like_blocks(value):
+        return ToolOutcome(list(value))
     if isinstance(value, bytes | bytearray | memoryview):
         kept = HeadTail(limit)
         kept.feed(value)
@@ -86,14 +91,19 @@ def to_outcome(value: Any, limit: int) -> ToolOutcome:
     return ToolOutcome(to_text(value))
 
 
-def bounded(outcome: ToolOutcome, limit: int) -> tuple[str, dict[str, Any]]:
-    """The outcome's content as it may be logged (no lone surrogates, within ``limit``) and its meta."""
+def bounded(outcome: ToolOutcome, limit: int) -> tuple[str | list[dict[str, Any]], dict[str, Any]]:
+    """The outcome's content as it may be logged (no lone surrogates, text within ``limit``) and
+    its meta. Content blocks are checked first: :class:`MalformedContent` names the bad one."""
     meta = dict(outcome.meta)
-    # capped first: only what is kept gets scanned for lone surrogates
-    content, omitted = cap_text(outcome.content, limit)
+    content: str | list[dict[str, Any]]
+    if isinstance(outcome.content, str):
+        # capped first: only what is kept gets scanned for lone surrogates
+        content, omitted = cap_text(outcome.content, limit)
+        content, replaced = clean_text(content)
+    else:
+        content, omitted, replaced = cap_blocks(check_blocks(outcome.content), limit)
     if omitted:
         meta["omittedBytes"] = meta.get("omittedBytes", 0) + omitted
-    content, replaced = clean_text(content)
     if replaced:
         meta["utf8Replaced"] = meta.get("utf8Replaced", 0) + replaced
     return content, meta
@@ -147,7 +157,7 @@ def _in_thread(fn: Callable[..., Any], kwargs: Mapping[str, Any], name: str) -> 
 @dataclass(slots=True)
 class CallResult:
     call: ToolCall
-    content: str
+    content: str | list[dict[str, Any]]
     is_error: bool
     meta: dict[str, Any] = field(default_factory=dict)
 
@@ -218,13 +228,20 @@ class ToolRunner:
             self._guard_key, self._guard_runs = key, 1
         if self._guard_runs >= LOOP_GUARD_RUNS:
             first = results[0]
-            first.content = LOOP_GUARD_LINE.format(n=self._guard_runs) + "\n" + first.content
+            line = LOOP_GUARD_LINE.format(n=self._guard_runs)
+            if isinstance(first.content, str):
+                first.content = line + "\n" + first.content
+            else:
+                first.content = [{"type": "text", "text": line}, *first.content]
 
     async def _run_one(
         self, call: ToolCall, limit: int, timeout: float | None, turn: int, step: int
     ) -> CallResult:
         outcome = await self._execute(call, limit, timeout, turn, step)
-        content, meta = bounded(outcome, limit)
+        try:
+            content, meta = bounded(outcome, limit)
+        except MalformedContent as e:  # never a crash: the model is told what was wrong
+            return CallResult(call, f"error: {call.name} returned malformed content blocks: {e}", True)
         return CallResult(call, content, outcome.is_error, meta)
 
     async def _execute(
@@ -261,24 +278,27 @@ class ToolRunner:
             )
         ctx = ToolContext(self.agent, call, args, turn, step)
         hooks = self.hooks
+        if hooks is None:
+            return await self._invoke(t, ctx, timeout, limit)
         try:
-            if hooks is not None and hooks.tool_pre_execute_hooks:
-                refusal = await self._pre_execute(ctx, hooks)
-                if refusal is not None:
-                    return ToolOutcome(refusal, True)
-            if hooks is not None and hooks.tool_execute_hooks:
+            if hooks.tool_pre_execute_hooks:
+                refused = await self._pre_execute(ctx, hooks)
+                if refused is not None:
+                    return ToolOutcome(refused, True)
+            if hooks.tool_execute_hooks:
                 outcome = await run_waterfall(
                     hooks.tool_execute_hooks,
                     ctx,
                     lambda: self._invoke(t, ctx, timeout, limit),
                     "tool_execute",
+                    lambda value, _listener: to_outcome(value, limit),
                 )
-                if not isinstance(outcome, ToolOutcome):
-                    outcome = to_outcome(outcome, limit)
             else:
                 outcome = await self._invoke(t, ctx, timeout, limit)
-            if hooks is not None and hooks.tool_post_execute_hooks:
+            if hooks.tool_post_execute_hooks:
                 outcome = await self._post_execute(call, outcome, hooks)
+        except HookRefused as r:
+            return ToolOutcome(f"blocked: {t.name} was not run: {r}", True)
         except Exception as e:  # a tool-hook error becomes this tool's error result
             return ToolOutcome(f"error: tool hook failed for {t.name}: {type(e).__name__}: {e}", True)
         return outcome
@@ -310,45 +330,56 @@ class ToolRunner:
         return to_outcome(value, output_limit)
 
     async def _pre_execute(self, ctx: ToolContext, hooks: Hooks) -> str | None:
-        for fn in hooks.tool_pre_execute_hooks:
-            decision = fn(ctx)
-            if inspect.isawaitable(decision):
-                decision = await decision
-            if decision is None or isinstance(decision, Allow):
-                continue
-            if isinstance(decision, Deny):
-                return f"blocked: {ctx.call.name} was denied: {decision.reason}"
-            if isinstance(decision, Ask):
-                approved = False
-                if hooks.approver is not None:
-                    answer = hooks.approver(ctx, decision.question)
-                    approved = bool(await answer if inspect.isawaitable(answer) else answer)
-                if not approved:
-                    return (
-                        f"blocked: {ctx.call.name} needs approval ({decision.question}) and was not approved"
-                    )
-                continue
-            raise TypeError(f"tool_pre_execute must return allow()/deny()/ask() or None, got {decision!r}")
+        """The policy chain's decision: ``None`` to run the call, else the refusal text."""
+
+        async def allowed() -> Allow:
+            return Allow()
+
+        decision = await run_waterfall(
+            hooks.tool_pre_execute_hooks, ctx, allowed, "tool_pre_execute", _pre_execute_decision
+        )
+        if isinstance(decision, Deny):
+            return f"blocked: {ctx.call.name} was denied: {decision.reason}"
+        if isinstance(decision, Ask):
+            approved = False
+            if hooks.approver is not None:
+                answer = hooks.approver(ctx, decision.question)
+                approved = bool(await answer if inspect.isawaitable(answer) else answer)
+            if not approved:
+                return f"blocked: {ctx.call.name} needs approval ({decision.question}) and was not approved"
         return None
 
     async def _post_execute(self, call: ToolCall, outcome: ToolOutcome, hooks: Hooks) -> ToolOutcome:
-        for fn in hooks.tool_post_execute_hooks:
-            decision = fn(PostExecuteContext(self.agent, call, outcome))
-            if inspect.isawaitable(decision):
-                decision = await decision
-            if decision is None or isinstance(decision, Accept):
-                continue
-            if isinstance(decision, Replace):
-                outcome = ToolOutcome(decision.content, decision.is_error)
-            elif isinstance(decision, Block):
-                return ToolOutcome(
-                    f"blocked: the result of {call.name} was withheld: {decision.reason}", True
-                )
-            else:
-                raise TypeError(
-                    f"tool_post_execute must return accept()/replace()/block() or None, got {decision!r}"
-                )
-        return outcome
+        ctx = PostExecuteContext(self.agent, call, outcome)
+
+        async def accepted() -> Accept:
+            return Accept()
+
+        try:
+            decision = await run_waterfall(
+                hooks.tool_post_execute_hooks, ctx, accepted, "tool_post_execute", _post_execute_decision
+            )
+        except HookRefused as r:
+            return ToolOutcome(f"blocked: the result of {call.name} was withheld: {r}", True)
+        if isinstance(decision, Replace):
+            return ToolOutcome(decision.content, decision.is_error)
+        if isinstance(decision, Block):
+            return ToolOutcome(f"blocked: the result of {call.name} was withheld: {decision.reason}", True)
+        return ctx.result  # accepted (as a listener may have set it before passing on)
+
+
+def _pre_execute_decision(value: Any, listener: str) -> Allow | Deny | Ask:
+    if isinstance(value, Allow | Deny | Ask):
+        return value
+    raise HookError(f"tool_pre_execute hook {listener} must return allow()/deny()/ask(), got {value!r}")
+
+
+def _post_execute_decision(value: Any, listener: str) -> Accept | Replace | Block:
+    if isinstance(value, Accept | Replace | Block):
+        return value
+    raise HookError(
+        f"tool_post_execute hook {listener} must return accept()/replace()/block(), got {value!r}"
+    )
 
 
 __all__ = ["CallResult", "ToolRunner", "bounded", "cap_output", "to_outcome", "to_text"]

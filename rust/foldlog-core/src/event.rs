@@ -26,6 +26,9 @@ pub const KNOWN_TYPES: &[&str] = &[
     "compaction/end",
 ];
 
+/// Envelope key: the cached counts in `tokens` include an estimate for non-text content.
+pub const TOKENS_ESTIMATED: &str = "tokensEstimated";
+
 /// Types that are nodes of the model-visible surface (and so must carry `surfaceOp`).
 pub fn is_surface_type(kind: &str) -> bool {
     matches!(
@@ -298,13 +301,21 @@ impl Event {
     }
 
     /// The count cached in this event's envelope (`"tokens": {"<tokenizer id>": n}`), if any.
+    pub fn cached_tokens(&self, tokenizer: &str) -> Option<u32> {
+        self.cached_count(tokenizer).map(|(n, _)| n)
+    }
+
+    /// The count cached in the envelope and whether it is partly an estimate
+    /// (`"tokensEstimated": true`: the event holds non-text content, see docs/tokens.md).
     /// Only the envelope is decoded again, with `data` (nearly all of the line) left out: a resume
     /// reads every event's count, and re-parsing whole lines cost as much as the counts saved.
-    pub fn cached_tokens(&self, tokenizer: &str) -> Option<u32> {
+    pub fn cached_count(&self, tokenizer: &str) -> Option<(u32, bool)> {
         #[derive(Deserialize)]
         struct WithTokens<'a> {
             #[serde(borrow)]
             tokens: Option<std::collections::HashMap<std::borrow::Cow<'a, str>, u32>>,
+            #[serde(rename = "tokensEstimated", default)]
+            estimated: bool,
         }
         let (start, end) = (self.data_start as usize, self.data_end as usize);
         let (before, after) = (&self.line[..start], &self.line[end..]);
@@ -316,12 +327,20 @@ impl Event {
         envelope.push_str("null");
         envelope.push_str(after);
         let parsed: WithTokens<'_> = serde_json::from_str(&envelope).ok()?;
-        parsed.tokens?.get(tokenizer).copied()
+        let n = parsed.tokens?.get(tokenizer).copied()?;
+        Some((n, parsed.estimated))
+    }
+
+    /// Record an exact count in the envelope (see [`Event::set_cached_count`]).
+    pub fn set_cached_tokens(&mut self, tokenizer: &str, count: u32) {
+        self.set_cached_count(tokenizer, count, false);
     }
 
     /// Record a count in the envelope (the event must not be persisted yet: lines on disk are
-    /// never rewritten). Adds to an existing `tokens` object or creates one.
-    pub fn set_cached_tokens(&mut self, tokenizer: &str, count: u32) {
+    /// never rewritten). Adds to an existing `tokens` object or creates one; `estimated` adds
+    /// `"tokensEstimated": true` (the event's non-text content was estimated, which holds for
+    /// every tokenizer's count of it).
+    pub fn set_cached_count(&mut self, tokenizer: &str, count: u32, estimated: bool) {
         let mut v: Value = match serde_json::from_str(&self.line) {
             Ok(v) => v,
             Err(_) => return,
@@ -332,6 +351,9 @@ impl Event {
             .or_insert_with(|| Value::Object(Map::new()));
         if let Some(t) = tokens.as_object_mut() {
             t.insert(tokenizer.to_string(), Value::from(count));
+        }
+        if estimated {
+            obj.insert(TOKENS_ESTIMATED.into(), Value::Bool(true));
         }
         let line = v.to_string();
         // `data` keeps its text (re-serialised from an order-preserving map); find it again

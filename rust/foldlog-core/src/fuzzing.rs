@@ -11,7 +11,8 @@ use crate::json_close::{close_json, is_valid};
 use crate::log::EventLog;
 use crate::plan::{self, KeepPolicy, PlanConfig, PlanMessage, Role};
 use crate::reader::{self, Loaded};
-use crate::{repair, wire, writer};
+use crate::tokens::chat;
+use crate::{repair, validate, wire, writer, Error};
 
 /// The derived messages as plain values (for comparing two logs).
 fn derived(log: &mut EventLog) -> Vec<Value> {
@@ -130,6 +131,120 @@ pub fn load_normalizer(data: &[u8]) {
     );
     let again = repair::plan(&mut back);
     assert!(again.is_empty(), "re-read repaired log needs: {again:?}");
+}
+
+/// `message`: the input as JSON — one message, or a list of them — through the write paths.
+/// The one rule ([`validate::message`]) decides: `add_message` records exactly what it accepts
+/// (one event, whose data also passes the event check `append` applies) and nothing of what it
+/// refuses (`InvalidEvent`, log and derivation unchanged); a recorded message derives with its
+/// content a string, or — when it holds a non-text block — the blocks as given; every derived
+/// message can be counted; the written log reads back to the same derivation; and the same
+/// messages as one `replace_messages` batch are recorded all together or not at all.
+pub fn message(data: &[u8]) {
+    let Ok(value) = serde_json::from_slice::<Value>(data) else {
+        return;
+    };
+    let batch: Vec<Value> = match &value {
+        Value::Array(items) if items.first().is_some_and(Value::is_object) => items.clone(),
+        other => vec![other.clone()],
+    };
+    let mut log = EventLog::new(None);
+    let system = serde_json::json!({"role": "system", "content": "s"});
+    log.add_message(&system, 0).expect("a plain system message");
+    for m in &batch {
+        let verdict = validate::message(m);
+        let (len, version, before) = (log.len(), log.rewrite_version(), derived(&mut log));
+        match log.add_message(m, 1) {
+            Ok(seq) => {
+                assert!(
+                    verdict.is_ok(),
+                    "add_message recorded what validate refuses: {m}"
+                );
+                assert_eq!(
+                    (seq as usize, log.len()),
+                    (len, len + 1),
+                    "one event per message"
+                );
+                let ev = &log.events()[len];
+                validate::event_data(ev.kind(), &ev.data())
+                    .unwrap_or_else(|e| panic!("recorded data fails the append check: {e}"));
+                check_derived_content(m, &mut log, len as u64);
+            }
+            Err(e) => {
+                assert!(
+                    verdict.is_err(),
+                    "add_message refused what validate accepts: {e}"
+                );
+                assert!(
+                    matches!(e, Error::InvalidEvent { .. }),
+                    "not InvalidEvent: {e:?}"
+                );
+                assert!(!e.to_string().is_empty());
+                assert_eq!((log.len(), log.rewrite_version()), (len, version));
+                assert_eq!(
+                    derived(&mut log),
+                    before,
+                    "a refused message changed the history"
+                );
+            }
+        }
+    }
+    let estimate = |s: &str| s.chars().count().div_ceil(4);
+    for m in log.derive() {
+        chat::count_message_detail(chat::Family::Estimate, &estimate, m)
+            .unwrap_or_else(|e| panic!("a derived message cannot be counted: {e}: {m}"));
+    }
+    let bytes = writer::file_bytes(None, log.events());
+    let mut back = reader::read(&bytes).expect("a written log reads back").log;
+    assert_eq!(
+        derived(&mut back),
+        derived(&mut log),
+        "re-read changed the derivation"
+    );
+    let all_valid = batch.iter().all(|m| validate::message(m).is_ok());
+    let (len, version, before) = (log.len(), log.rewrite_version(), derived(&mut log));
+    match log.replace_messages(&batch, 2) {
+        Ok(seqs) => {
+            assert!(all_valid, "replace recorded a message validate refuses");
+            assert_eq!(seqs.len(), batch.len());
+            assert_eq!(log.rewrite_version(), version + 1);
+        }
+        Err(e) => {
+            assert!(
+                !all_valid || batch.is_empty(),
+                "replace refused valid messages: {:?}",
+                e
+            );
+            assert!(e.index < batch.len().max(1));
+            assert_eq!((log.len(), log.rewrite_version()), (len, version));
+            assert_eq!(
+                derived(&mut log),
+                before,
+                "a refused replace changed the history"
+            );
+        }
+    }
+}
+
+/// The derived message of event `seq` (if it derives to one) carries the content as a string,
+/// or the recorded list unchanged when that list holds a block that is not text.
+fn check_derived_content(message: &Value, log: &mut EventLog, seq: u64) {
+    let at = log.derived_seqs().iter().position(|&s| s == seq);
+    let Some(at) = at else {
+        return; // an assistant message with neither content nor calls derives to nothing
+    };
+    let derived = log.derive()[at].clone();
+    let content = &derived["content"];
+    let given = message.get("content").unwrap_or(&Value::Null);
+    let textual = crate::project::text_of(given).is_some();
+    if textual {
+        assert!(
+            content.is_string(),
+            "text-only content derived as {content}"
+        );
+    } else {
+        assert_eq!(content, given, "non-text content was changed on derivation");
+    }
 }
 
 /// Checks `close_json(text)` against its contract: no change for empty or valid text, else

@@ -27,3 +27,4 @@ pub use error::{Error, Result};
 pub use event::{Event, Header, SurfaceOp};
 pub use log::{EventLog, Message};
 pub mod tokens;
+pub mod validate;

@@ -9,8 +9,13 @@ use crate::error::{Error, Result};
 use crate::event::{Event, Header, SurfaceOp};
 use crate::project::project;
 use crate::surface::Surface;
-use crate::tokens::{TokenError, Tokenizer};
 use crate::wire::Sent;
+
+mod batch;
+mod counts;
+
+pub use batch::{BatchError, NewEvent};
+use counts::TokenCache;
 
 /// A chat message derived from the log, shared (never mutated after projection).
 pub type Message = Arc<Value>;
@@ -80,16 +85,6 @@ impl Clone for WireCache {
     }
 }
 
-/// Per-tokenizer counts of surface events and the running total of the current surface.
-#[derive(Debug, Clone, Default)]
-struct TokenCache {
-    tokenizer: &'static str,
-    per_seq: Vec<Option<u32>>,
-    gen: u64,
-    counted: usize,
-    total: u64,
-}
-
 impl EventLog {
     pub fn new(header: Option<Header>) -> EventLog {
         EventLog {
@@ -139,6 +134,18 @@ impl EventLog {
     /// Check an event against the log's rules and add it. Nothing changes when it fails.
     pub fn push(&mut self, ev: Event) -> Result<u64> {
         let seq = self.next_seq();
+        self.check_envelope(&ev, seq)?;
+        if let Some(op) = &ev.surface_op {
+            self.surface
+                .apply(seq, op, ev.sources.as_deref().unwrap_or(&[]))?;
+        }
+        self.commit(ev);
+        Ok(seq)
+    }
+
+    /// The rules an event must keep to be the log's event `seq` (its surface op aside, which
+    /// needs the surface: [`Surface::apply`] checks it).
+    fn check_envelope(&self, ev: &Event, seq: u64) -> Result<()> {
         if ev.seq != seq {
             return Err(Error::invalid(format!(
                 "seq {} breaks continuity: expected {seq}",
@@ -167,38 +174,32 @@ impl EventLog {
             }
         }
         match (ev.is_surface(), &ev.surface_op) {
-            (true, None) => {
-                return Err(Error::invalid(format!(
-                    "{} event #{seq} needs a surfaceOp",
-                    ev.kind()
-                )));
-            }
-            (false, Some(_)) => {
-                return Err(Error::invalid(format!(
-                    "{} event #{seq} is not a surface event and must not carry a surfaceOp",
-                    ev.kind()
-                )));
-            }
-            _ => {}
-        }
-        if let Some(op) = &ev.surface_op {
-            let data_is_object = ev.data_json().trim_start().starts_with('{');
-            if !data_is_object {
-                return Err(Error::invalid(format!(
+            (true, None) => Err(Error::invalid(format!(
+                "{} event #{seq} needs a surfaceOp",
+                ev.kind()
+            ))),
+            (false, Some(_)) => Err(Error::invalid(format!(
+                "{} event #{seq} is not a surface event and must not carry a surfaceOp",
+                ev.kind()
+            ))),
+            (true, Some(_)) if !ev.data_json().trim_start().starts_with('{') => {
+                Err(Error::invalid(format!(
                     "{} event #{seq}: data must be an object",
                     ev.kind()
-                )));
+                )))
             }
-            self.surface
-                .apply(seq, op, ev.sources.as_deref().unwrap_or(&[]))?;
-            if op.rewrites() {
-                self.rewrite_version += 1;
-            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Add a checked event whose surface op is already applied to `self.surface`.
+    fn commit(&mut self, ev: Event) {
+        if ev.surface_op.as_ref().is_some_and(SurfaceOp::rewrites) {
+            self.rewrite_version += 1;
         }
         self.track(&ev);
         self.events.push(ev);
         self.projected.push(None);
-        Ok(seq)
     }
 
     fn track(&mut self, ev: &Event) {
@@ -233,8 +234,24 @@ impl EventLog {
         }
     }
 
-    /// Build and add a new event (the writer's path). `time` in epoch milliseconds.
+    /// Build and add a new event (the writer's path). `time` in epoch milliseconds. The data of
+    /// a surface event must be a well-formed message ([`crate::validate`]); nothing is recorded
+    /// when anything is refused.
     pub fn append(
+        &mut self,
+        kind: &str,
+        data: &Value,
+        time: i64,
+        surface_op: Option<SurfaceOp>,
+        sources: Option<Vec<u64>>,
+    ) -> Result<u64> {
+        check_new(kind, data)?;
+        self.append_unchecked(kind, data, time, surface_op, sources)
+    }
+
+    /// [`EventLog::append`] without the message-shape check: for events built by the core from
+    /// events already in the log (repair), which must be recordable whatever an old log holds.
+    pub(crate) fn append_unchecked(
         &mut self,
         kind: &str,
         data: &Value,
@@ -259,10 +276,12 @@ impl EventLog {
         self.add_message_with(message, time, SurfaceOp::Append)
     }
 
-    /// Record a message as its surface event with the given surface op.
+    /// Record a message as its surface event with the given surface op. The message is checked
+    /// first ([`crate::validate::message`]: errors name the place inside it).
     pub fn add_message_with(&mut self, message: &Value, time: i64, op: SurfaceOp) -> Result<u64> {
+        crate::validate::message(message)?;
         let (kind, data) = self.message_event(message)?;
-        self.append(kind, &data, time, Some(op), None)
+        self.append_unchecked(kind, &data, time, Some(op), None)
     }
 
     /// The event type and data that record an OpenAI-chat-shaped message.
@@ -467,112 +486,12 @@ impl EventLog {
         (&self.derived, &self.derived_seqs, &self.events)
     }
 
-    /// Anything on the surface beyond system messages.
-    pub fn has_content(&self) -> bool {
-        self.surface
-            .nodes()
+    /// Anything the model would see beyond system messages (an assistant message with neither
+    /// content nor tool calls, kept only for its usage, derives to nothing and does not count).
+    pub fn has_content(&mut self) -> bool {
+        self.derive()
             .iter()
-            .any(|&s| self.events[s as usize].kind() != "system/message")
-    }
-
-    // --- token counts ----------------------------------------------------------------------
-
-    /// Exact tokens of the current surface with `tok` (messages only: the request's priming and
-    /// tools are the caller's). Each event is counted at most once per tokenizer: counts come
-    /// from the envelope cache (`"tokens"`), else are computed — in parallel for the cold case —
-    /// and cached, in memory and, for events not yet persisted, in their line. After appends
-    /// only new messages are counted; after a rewrite the total is re-summed from the cache.
-    pub fn surface_tokens(
-        &mut self,
-        tok: &'static Tokenizer,
-    ) -> std::result::Result<u64, TokenError> {
-        let id = tok.id();
-        if self.token_cache.as_ref().is_none_or(|c| c.tokenizer != id) {
-            self.token_cache = Some(TokenCache {
-                tokenizer: id,
-                ..TokenCache::default()
-            });
-        }
-        self.derive();
-        let gen = self.rewrite_version;
-        let mut cache = self.token_cache.take().expect("set above");
-        if cache.gen != gen || cache.counted > self.derived.len() {
-            cache.gen = gen;
-            cache.counted = 0;
-            cache.total = 0;
-        }
-        let result = self.count_new(tok, &mut cache);
-        self.token_cache = Some(cache);
-        result
-    }
-
-    fn count_new(
-        &mut self,
-        tok: &'static Tokenizer,
-        cache: &mut TokenCache,
-    ) -> std::result::Result<u64, TokenError> {
-        use rayon::prelude::*;
-        let id = tok.id();
-        if cache.per_seq.len() < self.events.len() {
-            cache.per_seq.resize(self.events.len(), None);
-        }
-        let start = cache.counted;
-        let seqs: Vec<u64> = self.derived_seqs[start..].to_vec();
-        // known counts first (memory, then the envelope), then the rest in one parallel batch
-        let mut missing: Vec<usize> = Vec::new();
-        for (k, &seq) in seqs.iter().enumerate() {
-            let i = seq as usize;
-            if cache.per_seq[i].is_none() {
-                cache.per_seq[i] = self.events[i].cached_tokens(id);
-            }
-            if cache.per_seq[i].is_none() {
-                missing.push(k);
-            }
-        }
-        if !missing.is_empty() {
-            let msgs = &self.derived[start..];
-            let counted: Vec<std::result::Result<usize, TokenError>> = missing
-                .par_iter()
-                .map(|&k| tok.count_message(&msgs[k]))
-                .collect();
-            for (&k, n) in missing.iter().zip(counted) {
-                let n = n? as u32;
-                let i = seqs[k] as usize;
-                cache.per_seq[i] = Some(n);
-                if i >= self.flushed {
-                    self.events[i].set_cached_tokens(id, n);
-                }
-            }
-        }
-        cache.total += seqs
-            .iter()
-            .map(|&s| u64::from(cache.per_seq[s as usize].unwrap_or(0)))
-            .sum::<u64>();
-        cache.counted = self.derived.len();
-        Ok(cache.total)
-    }
-
-    /// The count of each derived message with `tok` (parallel to [`EventLog::derive`]), from
-    /// the same per-event cache as [`EventLog::surface_tokens`].
-    pub fn surface_token_counts(
-        &mut self,
-        tok: &'static Tokenizer,
-    ) -> std::result::Result<Vec<u32>, TokenError> {
-        self.surface_tokens(tok)?;
-        let cache = self.token_cache.as_ref().expect("set by surface_tokens");
-        Ok(self
-            .derived_seqs
-            .iter()
-            .map(|&s| cache.per_seq[s as usize].unwrap_or(0))
-            .collect())
-    }
-
-    /// How many events hold a count for `tokenizer` in memory (for tests: a resumed session
-    /// that recounts nothing has them all from the envelope).
-    pub fn cached_token_events(&self) -> usize {
-        self.token_cache
-            .as_ref()
-            .map_or(0, |c| c.per_seq.iter().filter(|x| x.is_some()).count())
+            .any(|m| m.get("role").and_then(Value::as_str) != Some("system"))
     }
 
     // --- persistence bookkeeping ---------------------------------------------------------
@@ -590,4 +509,20 @@ impl EventLog {
     pub fn mark_flushed(&mut self, upto: usize) {
         self.flushed = upto.min(self.events.len()).max(self.flushed);
     }
+}
+
+/// What [`EventLog::append`] checks of a new event before building it.
+fn check_new(kind: &str, data: &Value) -> Result<()> {
+    if !crate::event::is_known_type(kind) {
+        return Err(Error::invalid(format!("unknown event type {kind:?}")));
+    }
+    if !data.is_object() {
+        return Err(Error::invalid(format!(
+            "{kind}: data must be a JSON object"
+        )));
+    }
+    if crate::event::is_surface_type(kind) {
+        crate::validate::event_data(kind, data)?;
+    }
+    Ok(())
 }

@@ -5,7 +5,8 @@ use serde_json::{Map, Value};
 use crate::event::Event;
 
 /// Join the text of a content value: a string as is; a list of blocks by their `text`.
-/// Returns `None` when the list holds blocks that are not text (images, …): those stay a list.
+/// Returns `None` when the list holds blocks that are not text (images, audio, files, …): such
+/// content is derived as the list of blocks, unchanged.
 pub fn text_of(content: &Value) -> Option<String> {
     match content {
         Value::Null => Some(String::new()),
@@ -190,10 +191,11 @@ pub fn project<'a>(ev: &Event, tool_call: impl Fn(u64) -> Option<&'a Event>) -> 
             if let Some(name) = name {
                 m.insert("name".into(), name.into());
             }
-            let content = msg.get("content").unwrap_or(&Value::Null);
+            // text-only content as a string (as always); with an image or another non-text
+            // block, the list of blocks as recorded
             m.insert(
                 "content".into(),
-                Value::String(text_of(content).unwrap_or_else(|| content.to_string())),
+                content_value(msg.get("content").unwrap_or(&Value::Null)),
             );
         }
         _ => return None,

@@ -36,6 +36,20 @@ fn trim_line(raw: &[u8]) -> &[u8] {
     s
 }
 
+/// Parse a stored log, which must hold something: no bytes at all (or only blank lines) is not
+/// a log — a writer always starts a file with its header — so it is refused as corrupt rather
+/// than read as an empty session. (A writer opening such a file writes the header: see
+/// `store::FileWriter::open`.)
+pub fn read_stored(bytes: &[u8]) -> Result<Loaded> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(Error::Corrupt {
+            line: 1,
+            message: "empty file: no header".into(),
+        });
+    }
+    read(bytes)
+}
+
 /// Parse a whole log.
 pub fn read(bytes: &[u8]) -> Result<Loaded> {
     let mut log = EventLog::new(None);

@@ -274,8 +274,13 @@ pub fn apply(log: &mut EventLog, fixes: &[Fix], time: i64) -> Result<Report> {
                     start: *seq,
                     end: *seq,
                 };
-                let new =
-                    log.append("assistant/message", data, time, Some(op), Some(vec![*seq]))?;
+                let new = log.append_unchecked(
+                    "assistant/message",
+                    data,
+                    time,
+                    Some(op),
+                    Some(vec![*seq]),
+                )?;
                 inserted_after.insert(*seq, new);
                 report.names_filled += names;
                 report.arguments_closed += arguments;
@@ -318,7 +323,8 @@ pub fn apply(log: &mut EventLog, fixes: &[Fix], time: i64) -> Result<Report> {
                     "message": {"role": "tool", "toolCallId": call_id, "toolName": name,
                                 "content": NO_RESULT, "isError": true},
                 });
-                let seq = log.append("tool/result", &data, time, Some(op), Some(vec![source]))?;
+                let seq =
+                    log.append_unchecked("tool/result", &data, time, Some(op), Some(vec![source]))?;
                 inserted_after.insert(*after, seq);
                 report.results_added += 1;
             }

@@ -16,6 +16,25 @@ pub const SEED: &str = r#"{"type":"turn/start","seq":0,"time":1755000000000,"dat
 {"type":"turn/end","seq":9,"time":1755000000090,"data":{"turn":1,"reason":{"kind":"completed"}}}
 "#;
 
+/// Record a message as an older log may hold it: through `add_message` when today's writer
+/// accepts it, else (an id-less tool result, which writers refuse now) the way the reader adds
+/// a line it loads.
+pub fn record(log: &mut EventLog, m: &Value, time: i64) {
+    if log.add_message(m, time).is_ok() {
+        return;
+    }
+    let (kind, data) = log.message_event(m).expect("a message with a known role");
+    let ev = foldlog_core::Event::new(
+        kind,
+        log.next_seq(),
+        time,
+        &data,
+        Some(foldlog_core::SurfaceOp::Append),
+        None,
+    );
+    log.push(ev).expect("the reader accepts it");
+}
+
 pub fn load(text: &str) -> EventLog {
     reader::read(text.as_bytes()).expect("log loads").log
 }

@@ -42,3 +42,8 @@ fn json_close_inputs() {
 fn planner_inputs() {
     replay("planner", foldlog_core::fuzzing::planner);
 }
+
+#[test]
+fn message_inputs() {
+    replay("message", foldlog_core::fuzzing::message);
+}

@@ -343,7 +343,7 @@ fn with_calls(
         if let Some(id) = id {
             m["tool_call_id"] = json!(id);
         }
-        log.add_message(&m, 1).unwrap();
+        common::record(&mut log, &m, 1);
     }
     log
 }

@@ -90,7 +90,7 @@ proptest! {
     fn built_logs_round_trip_and_repair_is_idempotent(msgs in prop::collection::vec(arb_message(), 0..12)) {
         let mut log = EventLog::new(None);
         for m in &msgs {
-            log.add_message(m, 5).unwrap();
+            common::record(&mut log, m, 5);
         }
         let bytes = writer::file_bytes(None, log.events());
         let mut loaded = reader::read(&bytes).unwrap();
@@ -128,7 +128,7 @@ proptest! {
         let mut stable: Vec<wire::Sent> = Vec::new();
         let mut cut = 0;
         for m in &msgs {
-            log.add_message(m, 5).unwrap();
+            common::record(&mut log, m, 5);
             let derived = log.derive().to_vec();
             let plan = wire::plan_send_from(&derived, cut);
             prop_assert!(plan.cut >= cut && plan.cut <= derived.len());

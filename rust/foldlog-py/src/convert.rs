@@ -1,5 +1,7 @@
 //! Python objects <-> JSON values. Data must survive a JSON round trip unchanged: only dicts
 //! with string keys, lists/tuples, str, int, finite float, bool and None are accepted.
+use foldlog_core::event::SurfaceOp;
+use foldlog_core::log::NewEvent;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Number, Value};
@@ -147,5 +149,32 @@ pub fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
             }
             d.into_any()
         }
+    })
+}
+
+/// One event of a batch from its envelope-shaped mapping.
+pub fn new_event(py: Python<'_>, ev: &Bound<'_, PyAny>, time: i64) -> PyResult<NewEvent> {
+    let env = value_of(ev, "event")?;
+    let kind = env
+        .get("type")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid(py, "an event needs a string \"type\" and \"data\"".into()))?;
+    let surface_op = match env.get("surfaceOp") {
+        None | Some(Value::Null) => None,
+        Some(op) => Some(SurfaceOp::from_value(op).map_err(|e| crate::errors::to_py(py, e, None))?),
+    };
+    let sources = match env.get("sourceEventSeqs") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(
+            serde_json::from_value(v.clone())
+                .map_err(|_| invalid(py, "sourceEventSeqs must list seqs (integers)".into()))?,
+        ),
+    };
+    Ok(NewEvent {
+        kind: kind.to_string(),
+        data: env.get("data").cloned().unwrap_or(Value::Null),
+        time,
+        surface_op,
+        sources,
     })
 }

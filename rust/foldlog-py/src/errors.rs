@@ -69,6 +69,17 @@ pub fn to_py(py: Python<'_>, err: Error, path: Option<&str>) -> PyErr {
     }
 }
 
+/// Sets `index` (the position of the refused item of a batch) on an exception.
+pub fn with_index(py: Python<'_>, err: PyErr, index: usize) -> PyErr {
+    let _ = err.value(py).setattr("index", index);
+    err
+}
+
+/// Map a refused batch: the error of its first bad item, with that item's `index`.
+pub fn batch_to_py(py: Python<'_>, err: foldlog_core::log::BatchError) -> PyErr {
+    with_index(py, to_py(py, err.error, None), err.index)
+}
+
 /// Run `f` without the GIL and map its error.
 pub fn detached<T: Send>(
     py: Python<'_>,

@@ -11,8 +11,8 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 use serde_json::Value;
 
 use crate::body::{style_of, WireSegments};
-use crate::convert::{to_py, value_of};
-use crate::errors::{detached, to_py as err_to_py};
+use crate::convert::{new_event, to_py, value_of};
+use crate::errors::{batch_to_py, detached, to_py as err_to_py, with_index};
 use crate::plan::{plan_error, PyPlanHistory};
 use crate::tokens::{to_py as tokens_to_py, PyTokenCounter};
 use foldlog_core::body::WireStyle;
@@ -105,20 +105,29 @@ impl Log {
     }
 
     /// Parse a whole log from bytes (GIL released). Returns `(log, info)`; `info` tells
-    /// `valid_len`, `missing_newline` and `torn` (`None` or `{line, offset, bytes}`).
+    /// `valid_len`, `missing_newline` and `torn` (`None` or `{line, offset, bytes}`). Empty
+    /// bytes are an empty log only with `allow_empty` (a writer's store about to write the
+    /// header); otherwise `CorruptLogError` ("empty file: no header").
     #[staticmethod]
-    #[pyo3(signature = (data, path=None))]
+    #[pyo3(signature = (data, path=None, allow_empty=true))]
     fn parse(
         py: Python<'_>,
         data: &Bound<'_, PyBytes>,
         path: Option<&str>,
+        allow_empty: bool,
     ) -> PyResult<(Log, Py<PyAny>)> {
         let bytes = data.as_bytes();
-        let loaded = detached(py, path, || reader::read(bytes))?;
+        let loaded = detached(py, path, || {
+            if allow_empty {
+                reader::read(bytes)
+            } else {
+                reader::read_stored(bytes)
+            }
+        })?;
         load_result(py, loaded)
     }
 
-    /// Read and parse a file (GIL released).
+    /// Read and parse a file (GIL released); an empty file is refused as corrupt.
     #[staticmethod]
     fn read_file(py: Python<'_>, path: PathBuf) -> PyResult<(Log, Py<PyAny>)> {
         let shown = path.display().to_string();
@@ -126,7 +135,7 @@ impl Log {
             let bytes = std::fs::read(&path).map_err(|e| {
                 foldlog_core::Error::storage(format!("cannot read {}: {e}", path.display()))
             })?;
-            reader::read(&bytes)
+            reader::read_stored(&bytes)
         })?;
         load_result(py, loaded)
     }
@@ -214,6 +223,41 @@ impl Log {
             .map_err(|e| err_to_py(py, e, None))
     }
 
+    /// Append every event of `events` (mappings with `type`, `data` and, when needed,
+    /// `surfaceOp` and `sourceEventSeqs`, as in the log's envelope), or none: the first refused
+    /// event raises (its `index` attribute says which) and nothing is recorded. Returns the seqs.
+    fn append_batch(
+        &self,
+        py: Python<'_>,
+        events: Vec<Bound<'_, PyAny>>,
+        time: i64,
+    ) -> PyResult<Vec<u64>> {
+        let mut batch = Vec::with_capacity(events.len());
+        for (index, ev) in events.iter().enumerate() {
+            let converted = new_event(py, ev, time);
+            batch.push(converted.map_err(|e| with_index(py, e, index))?);
+        }
+        self.with_write(py, |log| log.append_batch(batch))?
+            .map_err(|e| batch_to_py(py, e))
+    }
+
+    /// Make the surface exactly `messages` (the first recorded with a reset, the rest appended),
+    /// all or nothing. Returns the seqs.
+    fn replace_messages(
+        &self,
+        py: Python<'_>,
+        messages: Vec<Bound<'_, PyAny>>,
+        time: i64,
+    ) -> PyResult<Vec<u64>> {
+        let mut values = Vec::with_capacity(messages.len());
+        for (index, m) in messages.iter().enumerate() {
+            let root = format!("replace(): messages[{index}]");
+            values.push(value_of(m, &root).map_err(|e| with_index(py, e, index))?);
+        }
+        self.with_write(py, |log| log.replace_messages(&values, time))?
+            .map_err(|e| batch_to_py(py, e))
+    }
+
     /// Derived messages from index `start`, with the generation they belong to:
     /// `(rewrite_version, total, messages[start:])`.
     fn derived_since<'py>(
@@ -298,6 +342,22 @@ impl Log {
             .map_err(|e| tokens_to_py(py, e))
     }
 
+    /// `(tokens, estimated_messages)` of the surface's messages with `counter` (the same
+    /// per-event cache as `surface_tokens`): how many messages hold an estimated non-text part.
+    /// `None` for an estimating counter.
+    fn surface_token_total(
+        &self,
+        py: Python<'_>,
+        counter: &PyTokenCounter,
+    ) -> PyResult<Option<(u64, usize)>> {
+        let TokenizerChoice::Exact(tok) = counter.inner else {
+            return Ok(None);
+        };
+        self.with_write(py, |log| log.surface_token_total(tok))?
+            .map(|t| Some((t.tokens, t.estimated_messages)))
+            .map_err(|e| tokens_to_py(py, e))
+    }
+
     /// Events whose count for the current tokenizer is known (from the log or counted).
     fn cached_token_events(&self, py: Python<'_>) -> PyResult<usize> {
         self.with_read(py, |log| log.cached_token_events())
@@ -350,7 +410,7 @@ impl Log {
     }
 
     fn has_content(&self, py: Python<'_>) -> PyResult<bool> {
-        self.with_read(py, |log| log.has_content())
+        self.with_write(py, |log| log.has_content())
     }
 
     /// One event as a dict.

@@ -132,6 +132,15 @@ impl PyTokenCounter {
             .map_err(|e| to_py(py, e))
     }
 
+    /// `(tokens, estimated)` of one chat message given as JSON text: `estimated` when part of
+    /// the count is the estimate of non-text content (or the counter is the estimate).
+    fn count_message_detail_json(&self, py: Python<'_>, message: &str) -> PyResult<(usize, bool)> {
+        let value = parse_json(py, message)?;
+        py.detach(|| self.inner.count_message_detail(&value))
+            .map(|c| (c.tokens, c.estimated))
+            .map_err(|e| to_py(py, e))
+    }
+
     /// Tokens of a request's tool schemas given as a JSON list.
     fn count_tools_json(&self, py: Python<'_>, tools: &str) -> PyResult<usize> {
         let value = parse_json(py, tools)?;

@@ -14,7 +14,7 @@
 
 use serde_json::{Map, Value};
 
-use super::TokenError;
+use super::{media, TokenError};
 
 /// Which chat template frames the messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,29 +71,62 @@ fn bad(msg: impl Into<String>) -> TokenError {
     TokenError::BadMessage(msg.into())
 }
 
-/// The text of a `content` value: a string, null, or a list of `{"type": "text", "text": …}`.
-fn content_text(content: Option<&Value>, what: &str) -> Result<String, TokenError> {
+/// A `content` value split for counting: its text (counted exactly) and the estimated cost of
+/// its other parts (see [`super::media`]).
+struct ContentParts {
+    text: String,
+    estimate: usize,
+    estimated: bool,
+}
+
+/// The parts of a `content` value: a string, null, or a list of blocks. Text blocks (and bare
+/// strings, as old logs may hold) are text; any other block is estimated, never refused.
+fn content_parts(
+    content: Option<&Value>,
+    what: &str,
+    count: Counter<'_>,
+) -> Result<ContentParts, TokenError> {
+    let mut parts = ContentParts {
+        text: String::new(),
+        estimate: 0,
+        estimated: false,
+    };
     match content {
-        None | Some(Value::Null) => Ok(String::new()),
-        Some(Value::String(s)) => Ok(s.clone()),
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) => parts.text.push_str(s),
         Some(Value::Array(blocks)) => {
-            let mut text = String::new();
             for block in blocks {
-                match block.get("text").and_then(Value::as_str) {
-                    Some(t) if block.get("type").is_none_or(|ty| ty == "text") => text.push_str(t),
-                    _ => {
-                        return Err(bad(format!(
-                            "{what}: only text blocks can be counted, got {block}"
-                        )))
+                let text = match block {
+                    Value::String(s) => Some(s.as_str()),
+                    Value::Object(_) if block.get("type").is_none_or(|ty| ty == "text") => {
+                        block.get("text").and_then(Value::as_str)
+                    }
+                    _ => None,
+                };
+                match text {
+                    Some(t) => parts.text.push_str(t),
+                    None => {
+                        parts.estimate += media::block_tokens(block, count);
+                        parts.estimated = true;
                     }
                 }
             }
-            Ok(text)
         }
-        Some(other) => Err(bad(format!(
-            "{what} must be a string, null or a list of text blocks, got {other}"
-        ))),
+        Some(other) => {
+            return Err(bad(format!(
+                "{what} must be a string, null or a list of content blocks, got {other}"
+            )))
+        }
     }
+    Ok(parts)
+}
+
+/// What one message costs, and whether any of it is an estimate (non-text content).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MessageCount {
+    pub tokens: usize,
+    /// True when part of `tokens` is the estimate of non-text content (images, audio, files).
+    pub estimated: bool,
 }
 
 fn opt_str<'a>(obj: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, TokenError> {
@@ -135,26 +168,41 @@ pub fn count_message(
     count: Counter<'_>,
     message: &Value,
 ) -> Result<usize, TokenError> {
+    count_message_detail(family, count, message).map(|c| c.tokens)
+}
+
+/// Tokens one chat message costs, telling whether non-text content was estimated.
+pub fn count_message_detail(
+    family: Family,
+    count: Counter<'_>,
+    message: &Value,
+) -> Result<MessageCount, TokenError> {
     let obj = message
         .as_object()
         .ok_or_else(|| bad(format!("a message must be an object, got {message}")))?;
     let role = opt_str(obj, "role")?.ok_or_else(|| bad("a message needs a string `role`"))?;
-    let content = content_text(obj.get("content"), "`content`")?;
+    let content = content_parts(obj.get("content"), "`content`", count)?;
     let reasoning = opt_str(obj, "reasoning_content")?;
     let calls = tool_calls(obj)?;
     let name = opt_str(obj, "name")?;
     if !matches!(role, "system" | "developer" | "user" | "assistant" | "tool") {
         return Err(bad(format!("unknown role {role:?}")));
     }
+    let done = |tokens: usize| MessageCount {
+        tokens: tokens + content.estimate,
+        estimated: content.estimated,
+    };
     if family == Family::DeepSeek {
         let unseen = if calls.is_empty() {
             0
         } else {
             DS_UNSEEN_CALLS_MESSAGE_TOKENS
         };
-        return Ok(count(&deepseek_render(role, &content, reasoning, &calls)) + unseen);
+        return Ok(done(
+            count(&deepseek_render(role, &content.text, reasoning, &calls)) + unseen,
+        ));
     }
-    let mut n = OPENAI_PER_MESSAGE + count(role) + count(&content);
+    let mut n = OPENAI_PER_MESSAGE + count(role) + count(&content.text);
     if let Some(name) = name {
         n += count(name) + OPENAI_PER_NAME;
     }
@@ -164,7 +212,7 @@ pub fn count_message(
     for (name, arguments) in &calls {
         n += OPENAI_PER_TOOL_CALL + count(name) + count(arguments);
     }
-    Ok(n)
+    Ok(done(n))
 }
 
 /// One message as DeepSeek's chat template lays it out.

@@ -7,6 +7,7 @@
 mod bpe;
 pub mod chat;
 mod deepseek;
+pub mod media;
 mod openai;
 mod pretok;
 
@@ -274,6 +275,11 @@ impl Tokenizer {
         chat::count_message(self.family(), &|s| self.count(s), message)
     }
 
+    /// Like [`Tokenizer::count_message`], telling whether non-text content was estimated.
+    pub fn count_message_detail(&self, message: &Value) -> Result<chat::MessageCount, TokenError> {
+        chat::count_message_detail(self.family(), &|s| self.count(s), message)
+    }
+
     /// Tokens the tool schemas of a request cost.
     pub fn count_tools(&self, tools: &[Value]) -> Result<usize, TokenError> {
         chat::count_tools(self.family(), &|s| self.count(s), tools)
@@ -496,6 +502,22 @@ impl TokenizerChoice {
             TokenizerChoice::Exact(t) => t.count_message(message),
             TokenizerChoice::Estimate(e) => {
                 chat::count_message(chat::Family::Estimate, &|s| e.count(s), message)
+            }
+        }
+    }
+
+    /// Like [`TokenizerChoice::count_message`], telling whether any of the count is an estimate
+    /// (always, for the estimate; for an exact tokenizer, when there is non-text content).
+    pub fn count_message_detail(&self, message: &Value) -> Result<chat::MessageCount, TokenError> {
+        match self {
+            TokenizerChoice::Exact(t) => t.count_message_detail(message),
+            TokenizerChoice::Estimate(e) => {
+                chat::count_message_detail(chat::Family::Estimate, &|s| e.count(s), message).map(
+                    |c| chat::MessageCount {
+                        estimated: true,
+                        ..c
+                    },
+                )
             }
         }
     }

@@ -166,13 +166,36 @@ fn bad_messages_are_refused_with_a_reason() {
         json!({"content": "x"}),
         json!({"role": "robot", "content": "x"}),
         json!({"role": "user", "content": 5}),
-        json!({"role": "user", "content": [{"type": "image_url"}]}),
         json!({"role": "assistant", "tool_calls": [{"id": "x"}]}),
     ] {
         let err = t.count_message(&bad).unwrap_err();
         assert!(matches!(err, TokenError::BadMessage(_)), "{bad}: {err}");
     }
     assert!(t.count_tools(&[json!({"description": "no name"})]).is_err());
+}
+
+#[test]
+fn non_text_blocks_are_estimated_not_refused() {
+    // issue 14: an image in a message made counting (and so the flush) fail
+    let text = "What is in this picture?";
+    let image = json!({"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "low"}});
+    let mixed = json!({"role": "user", "content": [{"type": "text", "text": text}, image]});
+    let plain = json!({"role": "user", "content": text});
+    for t in [
+        deepseek(),
+        openai(Encoding::Cl100k),
+        openai(Encoding::O200k),
+    ] {
+        let c = t.count_message_detail(&mixed).unwrap();
+        let p = t.count_message_detail(&plain).unwrap();
+        assert!(c.estimated && !p.estimated, "{}", t.id());
+        assert_eq!(c.tokens, p.tokens + super::media::IMAGE_LOW, "{}", t.id());
+        // a malformed block is estimated from its JSON text, never an error
+        let odd = json!({"role": "user", "content": [{"type": "image_url"}]});
+        assert!(t.count_message_detail(&odd).unwrap().estimated);
+    }
+    let estimate = super::TokenizerChoice::Estimate(super::Estimate::default());
+    assert!(estimate.count_message_detail(&plain).unwrap().estimated);
 }
 
 #[test]

@@ -1,0 +1,171 @@
+//! Token counts of the surface, kept per event: each event is counted at most once per
+//! tokenizer, and the count travels with the event in its line (`"tokens"`) once it is flushed.
+use super::EventLog;
+use crate::tokens::{TokenError, Tokenizer};
+
+/// One event's count, and whether part of it is the estimate of non-text content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Counted {
+    tokens: u32,
+    estimated: bool,
+}
+
+/// Per-tokenizer counts of surface events and the running total of the current surface.
+#[derive(Debug, Clone, Default)]
+pub(super) struct TokenCache {
+    tokenizer: &'static str,
+    per_seq: Vec<Option<Counted>>,
+    gen: u64,
+    counted: usize,
+    total: u64,
+    estimated: usize,
+}
+
+/// The tokens of the surface's messages with one tokenizer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SurfaceTokens {
+    pub tokens: u64,
+    /// How many of the messages hold non-text content whose cost is an estimate
+    /// (`docs/tokens.md`, "Non-text content"): 0 means the figure is exact.
+    pub estimated_messages: usize,
+}
+
+impl SurfaceTokens {
+    pub fn exact(&self) -> bool {
+        self.estimated_messages == 0
+    }
+}
+
+impl EventLog {
+    /// Exact tokens of the current surface with `tok` (messages only: the request's priming and
+    /// tools are the caller's). See [`EventLog::surface_token_total`].
+    pub fn surface_tokens(
+        &mut self,
+        tok: &'static Tokenizer,
+    ) -> std::result::Result<u64, TokenError> {
+        self.surface_token_total(tok).map(|t| t.tokens)
+    }
+
+    /// Tokens of the current surface with `tok`, and how many messages hold an estimate. Each
+    /// event is counted at most once per tokenizer: counts come from the envelope cache
+    /// (`"tokens"`, `"tokensEstimated"`), else are computed — in parallel for the cold case —
+    /// and cached, in memory and, for events not yet persisted, in their line. After appends
+    /// only new messages are counted; after a rewrite the total is re-summed from the cache.
+    /// A message that cannot be counted is left uncounted (the error is returned after every
+    /// other message of the batch is counted and cached), so a later call counts it again.
+    pub fn surface_token_total(
+        &mut self,
+        tok: &'static Tokenizer,
+    ) -> std::result::Result<SurfaceTokens, TokenError> {
+        let id = tok.id();
+        if self.token_cache.as_ref().is_none_or(|c| c.tokenizer != id) {
+            self.token_cache = Some(TokenCache {
+                tokenizer: id,
+                ..TokenCache::default()
+            });
+        }
+        self.derive();
+        let gen = self.rewrite_version;
+        let mut cache = self.token_cache.take().expect("set above");
+        if cache.gen != gen || cache.counted > self.derived.len() {
+            cache.gen = gen;
+            cache.counted = 0;
+            cache.total = 0;
+            cache.estimated = 0;
+        }
+        let result = self.count_new(tok, &mut cache);
+        let total = SurfaceTokens {
+            tokens: cache.total,
+            estimated_messages: cache.estimated,
+        };
+        self.token_cache = Some(cache);
+        result.map(|()| total)
+    }
+
+    fn count_new(
+        &mut self,
+        tok: &'static Tokenizer,
+        cache: &mut TokenCache,
+    ) -> std::result::Result<(), TokenError> {
+        use rayon::prelude::*;
+        let id = tok.id();
+        if cache.per_seq.len() < self.events.len() {
+            cache.per_seq.resize(self.events.len(), None);
+        }
+        let start = cache.counted;
+        let seqs: Vec<u64> = self.derived_seqs[start..].to_vec();
+        // known counts first (memory, then the envelope), then the rest in one parallel batch
+        let mut missing: Vec<usize> = Vec::new();
+        for (k, &seq) in seqs.iter().enumerate() {
+            let i = seq as usize;
+            if cache.per_seq[i].is_none() {
+                cache.per_seq[i] = self.events[i]
+                    .cached_count(id)
+                    .map(|(tokens, estimated)| Counted { tokens, estimated });
+            }
+            if cache.per_seq[i].is_none() {
+                missing.push(k);
+            }
+        }
+        let mut failed = None;
+        if !missing.is_empty() {
+            let msgs = &self.derived[start..];
+            let counted: Vec<_> = missing
+                .par_iter()
+                .map(|&k| tok.count_message_detail(&msgs[k]))
+                .collect();
+            for (&k, n) in missing.iter().zip(counted) {
+                let n = match n {
+                    Ok(n) => n,
+                    Err(e) => {
+                        failed.get_or_insert(e);
+                        continue;
+                    }
+                };
+                let counted = Counted {
+                    tokens: u32::try_from(n.tokens).unwrap_or(u32::MAX),
+                    estimated: n.estimated,
+                };
+                let i = seqs[k] as usize;
+                cache.per_seq[i] = Some(counted);
+                if i >= self.flushed {
+                    self.events[i].set_cached_count(id, counted.tokens, counted.estimated);
+                }
+            }
+        }
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        for &s in &seqs {
+            if let Some(c) = cache.per_seq[s as usize] {
+                cache.total += u64::from(c.tokens);
+                cache.estimated += usize::from(c.estimated);
+            }
+        }
+        cache.counted = self.derived.len();
+        Ok(())
+    }
+
+    /// The count of each derived message with `tok` (parallel to [`EventLog::derive`]), from
+    /// the same per-event cache as [`EventLog::surface_tokens`].
+    pub fn surface_token_counts(
+        &mut self,
+        tok: &'static Tokenizer,
+    ) -> std::result::Result<Vec<u32>, TokenError> {
+        self.surface_token_total(tok)?;
+        let cache = self.token_cache.as_ref().expect("set by surface_tokens");
+        Ok(self
+            .derived_seqs
+            .iter()
+            .map(|&s| cache.per_seq[s as usize].map_or(0, |c| c.tokens))
+            .collect())
+    }
+
+    /// How many events hold a count for `tokenizer` in memory (for tests: a resumed session
+    /// that recounts nothing has them all from the envelope).
+    pub fn cached_token_events(&self) -> usize {
+        self.token_cache
+            .as_ref()
+            .map_or(0, |c| c.per_seq.iter().filter(|x| x.is_some()).count())
+    }
+}
