@@ -14,12 +14,12 @@ fn main() {
         let t_read = t.elapsed();
         let mut loaded = reader::read(&bytes).expect("parse");
         let t_parse = t.elapsed();
-        let n = loaded.log.derive().len();
+        let n = loaded.log.messages().len();
         let t_derive = t.elapsed();
         let fixes = repair::plan(&mut loaded.log).len();
         let t_plan = t.elapsed();
         let body =
-            serde_json::to_vec(&wire::normalize_for_send(loaded.log.derive())).expect("json");
+            serde_json::to_vec(&wire::normalize_for_send(&loaded.log.messages()[..])).expect("json");
         let t_wire = t.elapsed();
         let mb = bytes.len() as f64 / 1e6;
         println!(

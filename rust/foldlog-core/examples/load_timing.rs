@@ -7,7 +7,7 @@ fn main() {
     let t = Instant::now();
     let mut loaded = foldlog_core::reader::read(&bytes).expect("valid log");
     let read = t.elapsed();
-    let n = loaded.log.derive().len();
+    let n = loaded.log.messages().len();
     let derive = t.elapsed() - read;
     let fixes = foldlog_core::repair::plan(&mut loaded.log).len();
     let total = t.elapsed();

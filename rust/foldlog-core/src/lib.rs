@@ -10,7 +10,6 @@ pub mod event;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod json_close;
-pub mod line;
 pub mod log;
 pub mod plan;
 pub mod plan_input;

@@ -20,15 +20,15 @@ pub(crate) fn check(line: &str) {
     assert_eq!(m["role"], role.as_str(), "{line}");
     assert_eq!(shape.blocks, m["content"].is_array(), "blocks: {line}");
     let calls = m.get("tool_calls").and_then(Value::as_array).cloned().unwrap_or_default();
-    assert_eq!(shape.calls.len(), calls.len(), "calls: {line}");
+    assert_eq!(shape.call_count(), calls.len(), "calls: {line}");
     for (k, c) in calls.iter().enumerate() {
         assert_eq!(shape.call_id(k, ev.seq, line), c["id"].as_str().unwrap(), "id: {line}");
-        assert_eq!(shape.calls[k].name.get(line), c["function"]["name"], "name: {line}");
+        assert_eq!(shape.call_name(k, line), c["function"]["name"], "name: {line}");
         let args = c["function"]["arguments"].as_str().unwrap();
-        assert_eq!(shape.calls[k].args_ok, close_json(args).is_none(), "args: {line}");
+        assert_eq!(shape.calls()[k].args_ok, close_json(args).is_none(), "args: {line}");
     }
-    let id = shape.id.as_ref().map(|s| s.get(line));
-    let name = shape.name.as_ref().map(|s| s.get(line));
+    let id = shape.id(line);
+    let name = shape.name(line);
     if role == Role::Tool {
         assert_eq!(id, m.get("tool_call_id").and_then(Value::as_str), "{line}");
     }
