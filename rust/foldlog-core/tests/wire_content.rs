@@ -175,7 +175,9 @@ fn arb_content() -> impl Strategy<Value = Value> {
 }
 
 fn arb_message() -> impl Strategy<Value = Value> {
-    let id = prop_oneof![Just(None), "[a-c]".prop_map(Some)];
+    // writers require a tool result's id (id-less results only come from loaded logs, covered by
+    // log_rules.rs); "d" answers no call: an orphan
+    let id = "[a-d]";
     prop_oneof![
         arb_content().prop_map(|c| json!({"role": "user", "content": c})),
         ("[a-z]{0,3}", prop::collection::vec("[a-c]", 0..3)).prop_map(|(t, ids)| {
@@ -183,11 +185,7 @@ fn arb_message() -> impl Strategy<Value = Value> {
             json!({"role": "assistant", "content": t, "tool_calls": calls})
         }),
         (id, arb_content()).prop_map(|(id, c)| {
-            let mut m = json!({"role": "tool", "content": c, "name": "t"});
-            if let Some(id) = id {
-                m["tool_call_id"] = json!(id);
-            }
-            m
+            json!({"role": "tool", "content": c, "name": "t", "tool_call_id": id})
         }),
     ]
 }
