@@ -12,6 +12,10 @@ pub struct Surface {
 }
 
 impl Surface {
+    /// Bytes the surface holds (its nodes and their index).
+    pub fn heap_bytes(&self) -> usize {
+        self.nodes.capacity() * 8 + self.pos.capacity() * 24
+    }
     pub fn nodes(&self) -> &[u64] {
         &self.nodes
     }

@@ -246,6 +246,11 @@ impl Event {
     pub fn shares(&self, buf: &Buffer) -> bool {
         Arc::ptr_eq(&self.buf, buf)
     }
+    /// The buffer this event's line is a span of (its address and length: events read from one
+    /// file share one).
+    pub fn buffer_span(&self) -> (*const u8, usize) {
+        (self.buf.as_ptr(), self.buf.len())
+    }
     /// Bytes this event holds apart from its line (for memory accounting).
     pub fn heap_bytes(&self) -> usize {
         std::mem::size_of::<Event>()

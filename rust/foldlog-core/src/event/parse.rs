@@ -1,6 +1,6 @@
 //! Parsing an event line: the envelope and, for a surface event, the shape of its message.
 //!
-//! The envelope's rules are those of one `serde` struct ([`Derived`]): `type` required, `seq`
+//! The envelope's rules are those of one `serde` struct ([`Envelope`]): `type` required, `seq`
 //! and `time` integers or null, `data`, `surfaceOp` and `sourceEventSeqs` optional, `ignorable` a
 //! boolean, unknown keys skipped, each known key at most once. The fast path reads an object's
 //! keys one by one with the same value types and the same rules, and also notes whether the
@@ -20,7 +20,7 @@ use crate::event::is_known_type;
 
 /// The envelope as one struct: the reference reading of a line.
 #[derive(Deserialize)]
-struct Derived<'a> {
+struct Envelope<'a> {
     #[serde(rename = "type", borrow)]
     kind: Cow<'a, str>,
     seq: Option<u64>,
@@ -37,7 +37,7 @@ struct Derived<'a> {
 }
 
 /// What an envelope holds, from either reading.
-struct Envelope<'a> {
+struct Read<'a> {
     kind: Cow<'a, str>,
     seq: Option<u64>,
     data: Option<&'a RawValue>,
@@ -48,9 +48,9 @@ struct Envelope<'a> {
     tokens: bool,
 }
 
-impl<'a> From<Derived<'a>> for Envelope<'a> {
-    fn from(d: Derived<'a>) -> Self {
-        Envelope {
+impl<'a> From<Envelope<'a>> for Read<'a> {
+    fn from(d: Envelope<'a>) -> Self {
+        Read {
             kind: d.kind,
             seq: d.seq,
             data: d.data,
@@ -63,7 +63,7 @@ impl<'a> From<Derived<'a>> for Envelope<'a> {
 }
 
 /// The fast reading: an object only, the struct's rules key by key.
-struct Fast<'a>(Envelope<'a>);
+struct Fast<'a>(Read<'a>);
 
 impl<'de> Deserialize<'de> for Fast<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
@@ -125,7 +125,7 @@ impl<'de> Deserialize<'de> for Fast<'de> {
                 }
                 let kind = kind.ok_or_else(|| de::Error::missing_field("type"))?;
                 let _ = time;
-                Ok(Fast(Envelope {
+                Ok(Fast(Read {
                     kind,
                     seq: seq.flatten(),
                     data: data.flatten(),
@@ -141,12 +141,12 @@ impl<'de> Deserialize<'de> for Fast<'de> {
 }
 
 /// The envelope of `line`, or the struct's error with whether it is broken syntax.
-fn envelope(line: &str) -> std::result::Result<Envelope<'_>, (bool, Error)> {
+fn envelope(line: &str) -> std::result::Result<Read<'_>, (bool, Error)> {
     if let Ok(Fast(env)) = serde_json::from_str::<Fast>(line) {
         return Ok(env);
     }
-    serde_json::from_str::<Derived>(line)
-        .map(Envelope::from)
+    serde_json::from_str::<Envelope>(line)
+        .map(Read::from)
         .map_err(|e| {
             let syntax = matches!(
                 e.classify(),
@@ -172,7 +172,7 @@ impl Parsed {
         Self::from_envelope(buf, start, line, env).map_err(|e| (false, e))
     }
 
-    fn from_envelope(buf: &Buffer, start: usize, line: &str, env: Envelope<'_>) -> Result<Parsed> {
+    fn from_envelope(buf: &Buffer, start: usize, line: &str, env: Read<'_>) -> Result<Parsed> {
         let kind = env.kind;
         if !is_known_type(&kind) && !env.ignorable {
             return Err(Error::UnsupportedFormat {

@@ -21,6 +21,12 @@ pub(super) struct TokenCache {
     estimated: usize,
 }
 
+impl TokenCache {
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.per_seq.capacity() * std::mem::size_of::<Option<Counted>>()
+    }
+}
+
 /// The tokens of the surface's messages with one tokenizer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SurfaceTokens {

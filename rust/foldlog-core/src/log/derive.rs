@@ -21,6 +21,10 @@ pub(super) struct Derived {
 }
 
 impl Derived {
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.seqs.capacity() * 8
+    }
+
     /// The seqs as last brought up to date (callers derive first).
     pub(super) fn seqs_unchecked(&self) -> &[u64] {
         &self.seqs
@@ -73,6 +77,11 @@ impl EventLog {
     /// The derived message `i` (built from its event's line).
     pub fn message(&mut self, i: usize) -> Option<Message> {
         let seq = *self.derived_seqs().get(i)?;
+        materialize(&self.events, seq)
+    }
+
+    /// The message event `seq` derives (built from its line), if it derives one.
+    pub fn message_of(&self, seq: u64) -> Option<Message> {
         materialize(&self.events, seq)
     }
 

@@ -273,6 +273,27 @@ impl EventLog {
         self.push(ev)
     }
 
+    /// Bytes this log holds in memory: the buffers its lines are spans of (each counted once),
+    /// its events, the surface, the derivation and the caches of counts and serialised messages.
+    pub fn heap_bytes(&self) -> usize {
+        let mut buffers: Vec<(*const u8, usize)> = self
+            .events
+            .iter()
+            .map(|e| e.buffer_span())
+            .collect();
+        buffers.sort_unstable();
+        buffers.dedup();
+        let lines: usize = buffers.iter().map(|b| b.1).sum();
+        let events: usize = self.events.iter().map(Event::heap_bytes).sum::<usize>()
+            + (self.events.capacity() - self.events.len()) * std::mem::size_of::<Event>();
+        lines
+            + events
+            + self.surface.heap_bytes()
+            + self.derived.heap_bytes()
+            + self.token_cache.as_ref().map_or(0, TokenCache::heap_bytes)
+            + self.send.heap_bytes()
+    }
+
     // --- persistence bookkeeping ---------------------------------------------------------
 
     pub fn flushed(&self) -> usize {

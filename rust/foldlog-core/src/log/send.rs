@@ -50,6 +50,25 @@ impl Clone for WireCache {
     }
 }
 
+impl SendState {
+    pub(super) fn heap_bytes(&self) -> usize {
+        let plan = self.plan.items.capacity() * std::mem::size_of::<Sent>();
+        let wire: usize = self
+            .wire
+            .iter()
+            .flatten()
+            .map(|c| {
+                let per_seq = c.per_seq.capacity() * std::mem::size_of::<Option<Segment>>();
+                // a segment is shared by the per-event cache and the list: count it once
+                let segments: usize = c.per_seq.iter().flatten().map(|s| s.len() + 16).sum();
+                let list = c.list.read().map_or(0, |l| l.capacity() * 16);
+                per_seq + segments + list
+            })
+            .sum();
+        plan + wire
+    }
+}
+
 impl EventLog {
     /// Bring the send plan up to date and return its tail: the items since the last cut (the
     /// items before it, `send_items()`, never change until the next rewrite). After appends only

@@ -69,9 +69,10 @@ pub fn read_stored_buffer(buf: Buffer) -> Result<Loaded> {
     read_buffer(buf)
 }
 
-/// Read a log file into one buffer (in parallel pieces) and parse it.
+/// Read a stored log file into one buffer (in parallel pieces) and parse it (an empty file is
+/// refused, as by [`read_stored`]).
 pub fn read_file(path: &Path) -> Result<Loaded> {
-    read_buffer(file::read(path)?)
+    read_stored_buffer(file::read(path)?)
 }
 
 /// Parse a whole log (its bytes are copied once, into the buffer the events share).
