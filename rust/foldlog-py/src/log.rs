@@ -282,6 +282,16 @@ impl Log {
         self.with_read(py, |log| log.surface().nodes().to_vec())
     }
 
+    /// The send normalizer run over the whole history (no incremental plan): plain values.
+    fn wire_messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let sent = self.with_write(py, |log| log.normalized_messages())?;
+        let out = PyList::empty(py);
+        for m in &sent {
+            out.append(to_py(py, m)?)?;
+        }
+        Ok(out)
+    }
+
     /// The next request's messages (the derived messages after the strict send normalizer) and
     /// the same messages serialised in `style` ("keep", "strip" or "with-calls"), taken under one
     /// lock so the two agree. Only what is new since the last request is planned and serialised
