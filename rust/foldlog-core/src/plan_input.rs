@@ -90,7 +90,12 @@ pub fn surface_plan(
     let counts = surface_counts(log, tok)?;
     let messages = log.messages();
     let history = log.history();
-    Ok(plan_messages(&messages, history.seqs(), history.events(), &counts)?)
+    Ok(plan_messages(
+        &messages,
+        history.seqs(),
+        history.events(),
+        &counts,
+    )?)
 }
 
 /// The planner messages of derived `messages`: `seqs[i]` is the seq of the event behind

@@ -115,7 +115,10 @@ fn long_lines_load() {
         None,
     )]);
     let mut log = load(&text);
-    assert_eq!(log.messages()[0]["content"].as_str().unwrap().len(), 8 << 20);
+    assert_eq!(
+        log.messages()[0]["content"].as_str().unwrap().len(),
+        8 << 20
+    );
 }
 
 #[test]
@@ -229,7 +232,11 @@ fn fold_keeps_listed_nodes_and_places_the_digest_after_them() {
         )
         .unwrap();
     assert_eq!(log.surface().nodes(), &[2, 10, seq, 13]);
-    let contents: Vec<_> = log.messages().iter().map(|m| m["content"].clone()).collect();
+    let contents: Vec<_> = log
+        .messages()
+        .iter()
+        .map(|m| m["content"].clone())
+        .collect();
     assert_eq!(contents[1], "u0");
     assert_eq!(contents[3], "u3");
     // the folded events are still in the log
@@ -285,7 +292,11 @@ fn derivation_is_incremental_and_rebuilds_after_rewrites() {
         .unwrap();
     assert_eq!(log.messages().len(), 4);
     // messages are built when read (issue 17); what derivation keeps is extended, not redone
-    assert_eq!(&log.derived_seqs()[..3], &seqs[..], "old nodes are kept on append");
+    assert_eq!(
+        &log.derived_seqs()[..3],
+        &seqs[..],
+        "old nodes are kept on append"
+    );
     assert_eq!(first, log.messages()[0]);
     log.append(
         "system/message",

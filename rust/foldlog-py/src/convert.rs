@@ -20,8 +20,9 @@ fn kind(obj: &Bound<'_, PyAny>) -> String {
 /// refused as not JSON-safe rather than escaping as a `UnicodeEncodeError`.
 fn utf8<'a>(s: &'a Bound<'_, PyString>, what: &str, path: &str) -> PyResult<&'a str> {
     s.to_str().map_err(|_| {
-        invalid(format!("{path}: {what} holds a lone surrogate, which is not valid Unicode and not JSON-safe"),
-        )
+        invalid(format!(
+            "{path}: {what} holds a lone surrogate, which is not valid Unicode and not JSON-safe"
+        ))
     })
 }
 
@@ -44,15 +45,15 @@ pub fn to_value(obj: &Bound<'_, PyAny>, path: &mut String) -> PyResult<Value> {
         if let Ok(u) = obj.extract::<u64>() {
             return Ok(Value::from(u));
         }
-        return Err(invalid(format!("{path}: integer {obj} does not fit in 64 bits and would not survive JSON"),
-        ));
+        return Err(invalid(format!(
+            "{path}: integer {obj} does not fit in 64 bits and would not survive JSON"
+        )));
     }
     if obj.is_instance_of::<PyFloat>() {
         let f = obj.extract::<f64>()?;
-        return Number::from_f64(f).map(Value::Number).ok_or_else(|| {
-            invalid(format!("{path}: float {f} (NaN/Infinity) is not JSON-safe"),
-            )
-        });
+        return Number::from_f64(f)
+            .map(Value::Number)
+            .ok_or_else(|| invalid(format!("{path}: float {f} (NaN/Infinity) is not JSON-safe")));
     }
     if let Ok(d) = obj.cast::<PyDict>() {
         let mut m = Map::with_capacity(d.len());
@@ -60,11 +61,10 @@ pub fn to_value(obj: &Bound<'_, PyAny>, path: &mut String) -> PyResult<Value> {
         for (k, v) in d.iter() {
             let Ok(key) = k.cast::<PyString>() else {
                 return Err(invalid(format!(
-                        "{path}: key {} is a {}, JSON keys must be strings",
-                        k.repr()?,
-                        kind(&k)
-                    ),
-                ));
+                    "{path}: key {} is a {}, JSON keys must be strings",
+                    k.repr()?,
+                    kind(&k)
+                )));
             };
             let key = utf8(key, "key", path)?.to_owned();
             path.push_str(&format!("[{key:?}]"));
@@ -101,10 +101,9 @@ pub fn to_value(obj: &Bound<'_, PyAny>, path: &mut String) -> PyResult<Value> {
         return to_value(d.as_any(), path);
     }
     Err(invalid(format!(
-            "{path}: a {} is not JSON-safe (use dict, list, str, int, float, bool or None)",
-            kind(obj)
-        ),
-    ))
+        "{path}: a {} is not JSON-safe (use dict, list, str, int, float, bool or None)",
+        kind(obj)
+    )))
 }
 
 pub fn value_of(obj: &Bound<'_, PyAny>, root: &str) -> PyResult<Value> {

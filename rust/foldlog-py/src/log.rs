@@ -259,7 +259,9 @@ impl Log {
     /// The derived messages as they are now (a snapshot), built as Python objects when read.
     fn derived(slf: &Bound<'_, Self>) -> PyResult<MessageItems> {
         let py = slf.py();
-        let seqs = slf.get().with_write(py, |log| log.derived_seqs().to_vec())?;
+        let seqs = slf
+            .get()
+            .with_write(py, |log| log.derived_seqs().to_vec())?;
         let entries: Arc<[Entry]> = seqs.into_iter().map(Entry::Seq).collect();
         Ok(MessageItems {
             log: slf.clone().unbind(),
@@ -305,10 +307,13 @@ impl Log {
             let seqs = log.derived_seqs().to_vec();
             let items: Vec<wire::Sent> = log.send_items().iter().cloned().chain(tail).collect();
             (
-                items.into_iter().map(|s| match s {
-                    wire::Sent::Same(i) => Ok(seqs[i]),
-                    wire::Sent::New(m) => Err(m),
-                }).collect::<Vec<_>>(),
+                items
+                    .into_iter()
+                    .map(|s| match s {
+                        wire::Sent::Same(i) => Ok(seqs[i]),
+                        wire::Sent::New(m) => Err(m),
+                    })
+                    .collect::<Vec<_>>(),
                 segments,
             )
         })?;
@@ -563,5 +568,8 @@ pub fn header_line<'py>(
         Some(m) => value_of(m, "meta")?,
         None => Value::Null,
     };
-    Ok(PyBytes::new(py, Header::new(session_id, created_at, &meta).line.as_bytes()))
+    Ok(PyBytes::new(
+        py,
+        Header::new(session_id, created_at, &meta).line.as_bytes(),
+    ))
 }

@@ -101,7 +101,12 @@ impl MessageItems {
     }
 
     /// Messages `start..stop` as Python objects (read-only dicts and lists).
-    fn items<'py>(&self, py: Python<'py>, start: usize, stop: usize) -> PyResult<Bound<'py, PyList>> {
+    fn items<'py>(
+        &self,
+        py: Python<'py>,
+        start: usize,
+        stop: usize,
+    ) -> PyResult<Bound<'py, PyList>> {
         let (start, stop) = self.range(start, stop);
         let entries = &self.entries[start..stop];
         let seqs: Vec<u64> = entries
@@ -153,7 +158,11 @@ impl MessageItems {
             .collect();
         let listed: Vec<usize> = self.log.get().with_read(py, |l| {
             seqs.iter()
-                .filter(|(_, s)| l.event(*s).and_then(|e| e.shape()).is_some_and(|s| s.blocks))
+                .filter(|(_, s)| {
+                    l.event(*s)
+                        .and_then(|e| e.shape())
+                        .is_some_and(|s| s.blocks)
+                })
                 .map(|(i, _)| *i)
                 .collect()
         })?;

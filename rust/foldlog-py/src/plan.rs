@@ -19,8 +19,9 @@ fn role_from_code(code: char, index: usize) -> PyResult<Role> {
         'u' => Ok(Role::User),
         'a' => Ok(Role::Assistant),
         't' => Ok(Role::Tool),
-        other => Err(compaction_error(format!("message {index}: unknown role code {other:?} (expected one of s, u, a, t)"),
-        )),
+        other => Err(compaction_error(format!(
+            "message {index}: unknown role code {other:?} (expected one of s, u, a, t)"
+        ))),
     }
 }
 
@@ -209,10 +210,9 @@ impl PyPlanHistory {
         let messages = self.lock();
         if tokens.len() != messages.len() {
             return Err(plan_error(PlanError::CountsMismatch {
-                    messages: messages.len(),
-                    counts: tokens.len(),
-                },
-            ));
+                messages: messages.len(),
+                counts: tokens.len(),
+            }));
         }
         let messages = messages
             .iter()
@@ -321,10 +321,9 @@ impl PyPlanHistory {
         let messages = self.lock();
         if let Some(&bad) = plan.inner.fold.iter().find(|&&i| i >= messages.len()) {
             return Err(compaction_error(format!(
-                    "the plan names message {bad} but the history has {} messages",
-                    messages.len()
-                ),
-            ));
+                "the plan names message {bad} but the history has {} messages",
+                messages.len()
+            )));
         }
         let cfg = PlanConfig {
             prune_min_bytes,

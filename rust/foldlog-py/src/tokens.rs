@@ -66,9 +66,7 @@ impl PyTokenCounter {
                 "unknown encoding {id:?} (deepseek-v4, cl100k, o200k)"
             )))
         })?;
-        let t = py
-            .detach(|| Tokenizer::get(enc))
-            .map_err(tokens_to_py)?;
+        let t = py.detach(|| Tokenizer::get(enc)).map_err(tokens_to_py)?;
         Ok(PyTokenCounter {
             inner: TokenizerChoice::Exact(t),
         })
@@ -93,8 +91,7 @@ impl PyTokenCounter {
     }
 
     fn encode(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
-        py.detach(|| self.inner.encode(text))
-            .map_err(tokens_to_py)
+        py.detach(|| self.inner.encode(text)).map_err(tokens_to_py)
     }
 
     fn count(&self, py: Python<'_>, text: &str) -> usize {

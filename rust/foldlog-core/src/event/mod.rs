@@ -57,7 +57,6 @@ pub fn is_known_type(kind: &str) -> bool {
     KNOWN_TYPES.contains(&kind)
 }
 
-
 /// An event type's index in [`KNOWN_TYPES`], or `OTHER` (an ignorable type we do not know).
 const OTHER: u8 = u8::MAX;
 
@@ -256,7 +255,10 @@ impl Event {
         std::mem::size_of::<Event>()
             + self.sources.as_ref().map_or(0, |s| s.len() * 8)
             + self.shape.as_ref().map_or(0, |s| s.heap_bytes())
-            + self.rare.as_ref().map_or(0, |_| std::mem::size_of::<Rare>())
+            + self
+                .rare
+                .as_ref()
+                .map_or(0, |_| std::mem::size_of::<Rare>())
     }
     /// `data.turn` and `data.step` without decoding the rest of `data`.
     pub fn turn_step(&self) -> (Option<u64>, Option<u64>) {

@@ -17,6 +17,7 @@ use serde_json::value::RawValue;
 use super::{kind_index, turn_step, Buffer, Event, Rare, SurfaceOp, HAS_TOKENS, IGNORABLE, OTHER};
 use crate::error::{Error, Result};
 use crate::event::is_known_type;
+use crate::shape::Text;
 
 /// The envelope as one struct: the reference reading of a line.
 #[derive(Deserialize)]
@@ -73,7 +74,10 @@ impl<'de> Deserialize<'de> for Fast<'de> {
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("an event object")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> std::result::Result<Fast<'de>, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> std::result::Result<Fast<'de>, A::Error> {
                 let mut kind: Option<Cow<'de, str>> = None;
                 let (mut seq, mut time): (Option<Option<u64>>, Option<Option<i64>>) = (None, None);
                 let mut data: Option<Option<&'de RawValue>> = None;
@@ -81,17 +85,20 @@ impl<'de> Deserialize<'de> for Fast<'de> {
                 let mut sources: Option<Option<Vec<u64>>> = None;
                 let mut ignorable: Option<bool> = None;
                 let mut tokens = false;
-                fn once<E: de::Error, T>(slot: &Option<T>, key: &'static str) -> std::result::Result<(), E> {
+                fn once<E: de::Error, T>(
+                    slot: &Option<T>,
+                    key: &'static str,
+                ) -> std::result::Result<(), E> {
                     match slot {
                         Some(_) => Err(de::Error::duplicate_field(key)),
                         None => Ok(()),
                     }
                 }
-                while let Some(key) = m.next_key::<Cow<'de, str>>()? {
+                while let Some(Text(key)) = m.next_key::<Text<'de>>()? {
                     match key.as_ref() {
                         "type" => {
                             once(&kind, "type")?;
-                            kind = Some(m.next_value()?);
+                            kind = Some(m.next_value::<Text<'de>>()?.0);
                         }
                         "seq" => {
                             once(&seq, "seq")?;
@@ -165,7 +172,11 @@ pub(crate) struct Parsed {
 
 impl Parsed {
     /// Read the line `buf[start..start + len]` (UTF-8, checked by the caller).
-    pub fn read(buf: &Buffer, start: usize, len: usize) -> std::result::Result<Parsed, (bool, Error)> {
+    pub fn read(
+        buf: &Buffer,
+        start: usize,
+        len: usize,
+    ) -> std::result::Result<Parsed, (bool, Error)> {
         // SAFETY: the caller checked this span is UTF-8
         let line = unsafe { std::str::from_utf8_unchecked(&buf[start..start + len]) };
         let env = envelope(line)?;

@@ -49,9 +49,7 @@ impl EventLog {
         }
         let nodes = self.surface.nodes();
         for &seq in &nodes[d.nodes..] {
-            let derives = self.events[seq as usize]
-                .shape()
-                .is_some_and(|s| !s.silent);
+            let derives = self.events[seq as usize].shape().is_some_and(|s| !s.silent);
             if derives {
                 d.seqs.push(seq);
             }
@@ -123,7 +121,10 @@ impl<'a> LogHistory<'a> {
     /// The shape and line of derived message `i`.
     pub fn shape(&self, i: usize) -> (&'a Shape, &'a str) {
         let ev = self.event(i);
-        (ev.shape().expect("a derived message has a shape"), ev.line())
+        (
+            ev.shape().expect("a derived message has a shape"),
+            ev.line(),
+        )
     }
     pub fn roles(&self) -> impl Iterator<Item = &'static str> + 'a {
         let this = *self;

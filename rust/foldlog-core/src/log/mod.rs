@@ -20,8 +20,8 @@ mod send;
 mod stats;
 
 pub use batch::{BatchError, NewEvent};
-use counts::TokenCache;
 pub use counts::SurfaceTokens;
+use counts::TokenCache;
 pub use derive::LogHistory;
 pub use stats::Stats;
 
@@ -276,11 +276,8 @@ impl EventLog {
     /// Bytes this log holds in memory: the buffers its lines are spans of (each counted once),
     /// its events, the surface, the derivation and the caches of counts and serialised messages.
     pub fn heap_bytes(&self) -> usize {
-        let mut buffers: Vec<(*const u8, usize)> = self
-            .events
-            .iter()
-            .map(|e| e.buffer_span())
-            .collect();
+        let mut buffers: Vec<(*const u8, usize)> =
+            self.events.iter().map(|e| e.buffer_span()).collect();
         buffers.sort_unstable();
         buffers.dedup();
         let lines: usize = buffers.iter().map(|b| b.1).sum();

@@ -4,24 +4,15 @@ use rayon::prelude::*;
 
 use super::trim_line;
 use crate::error::Error;
-use crate::event::{Buffer, Parsed};
+use crate::event::{Buffer, Event, Parsed};
 
 /// Chunks this small are not worth a task of their own.
 const MIN_CHUNK: usize = 256 * 1024;
 
-/// What one line holds.
-// most lines are events: boxing them would cost an allocation per line
-#[allow(clippy::large_enum_variant)]
-pub(super) enum Outcome {
-    Event(Parsed),
-    /// Not an event: whether it is broken JSON syntax, and why.
-    Failed(bool, Error),
-    /// Not UTF-8 (the message names where).
-    BadUtf8(String),
-}
-
-/// A line that is not blank.
-pub(super) struct Item {
+/// A line that is not an event (or that may be the header): where it is and why not.
+pub(super) struct Other {
+    /// How many events of the chunk come before it.
+    pub before: usize,
     /// 0-based line number within its chunk.
     pub line: usize,
     /// Where the line starts, and its text without the blanks around it: `text..end`.
@@ -30,11 +21,20 @@ pub(super) struct Item {
     pub end: usize,
     /// Where the next line starts.
     pub next: usize,
-    pub outcome: Outcome,
+    /// Not UTF-8 (`None`: a parse failure, in `failure`).
+    pub bad_utf8: Option<String>,
+    /// Not an event: whether it is broken JSON syntax, and why.
+    pub failure: Option<(bool, Error)>,
 }
 
+/// The lines of one chunk: its events in order, and the lines that are not events.
 pub(super) struct Chunk {
-    pub lines: Vec<Item>,
+    pub events: Vec<Event>,
+    /// Per event: its 0-based line number within the chunk and where the next line starts.
+    pub lines: Vec<(u32, usize)>,
+    /// `(event index, turn, step)` of the `turn/start` and `step/start` events.
+    pub tracked: Vec<(usize, Option<u64>, Option<u64>)>,
+    pub others: Vec<Other>,
     /// Lines in the chunk, blank ones included.
     pub line_count: usize,
 }
@@ -59,7 +59,13 @@ fn bounds(bytes: &[u8]) -> Vec<(usize, usize)> {
 
 fn scan_chunk(buf: &Buffer, (from, to): (usize, usize)) -> Chunk {
     let bytes: &[u8] = buf;
-    let mut lines = Vec::new();
+    let mut out = Chunk {
+        events: Vec::new(),
+        lines: Vec::new(),
+        tracked: Vec::new(),
+        others: Vec::new(),
+        line_count: 0,
+    };
     let mut line = 0usize;
     let mut start = from;
     while start < to {
@@ -69,29 +75,42 @@ fn scan_chunk(buf: &Buffer, (from, to): (usize, usize)) -> Chunk {
         let raw = trim_line(&bytes[start..end]);
         if !raw.is_empty() {
             let at = raw.as_ptr() as usize - bytes.as_ptr() as usize;
-            let outcome = match std::str::from_utf8(raw) {
-                Err(e) => Outcome::BadUtf8(format!("invalid UTF-8: {e}")),
-                Ok(_) => match Parsed::read(buf, at, raw.len()) {
-                    Ok(p) => Outcome::Event(p),
-                    Err((syntax, e)) => Outcome::Failed(syntax, e),
-                },
-            };
-            lines.push(Item {
+            let other = |bad_utf8, failure| Other {
+                before: out.events.len(),
                 line,
                 start,
                 text: at,
                 end: at + raw.len(),
                 next,
-                outcome,
-            });
+                bad_utf8,
+                failure,
+            };
+            match std::str::from_utf8(raw) {
+                Err(e) => {
+                    let o = other(Some(format!("invalid UTF-8: {e}")), None);
+                    out.others.push(o);
+                }
+                Ok(_) => match Parsed::read(buf, at, raw.len()) {
+                    Ok(p) => {
+                        if p.turn_step != (None, None) {
+                            out.tracked
+                                .push((out.events.len(), p.turn_step.0, p.turn_step.1));
+                        }
+                        out.events.push(p.event);
+                        out.lines.push((line as u32, next));
+                    }
+                    Err(failure) => {
+                        let o = other(None, Some(failure));
+                        out.others.push(o);
+                    }
+                },
+            }
         }
         line += 1;
         start = next;
     }
-    Chunk {
-        lines,
-        line_count: line,
-    }
+    out.line_count = line;
+    out
 }
 
 /// Every line of `buf`, parsed, chunk by chunk in order.

@@ -9,13 +9,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::event::{Buffer, Header};
+use crate::event::{Buffer, Header, Parsed};
 use crate::log::EventLog;
 
 mod chunks;
 mod file;
-
-use chunks::Outcome;
 
 /// A torn last line that was cut off.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,56 +85,72 @@ pub fn read_buffer(buf: Buffer) -> Result<Loaded> {
     let last_text = bytes.iter().rposition(|b| !b.is_ascii_whitespace());
     let is_last = |next: usize| last_text.is_none_or(|p| p < next);
     let scanned = chunks::scan(&buf);
-    let total: usize = scanned.iter().map(|c| c.lines.len()).sum();
     let mut log = EventLog::new(None);
-    log.reserve(total);
-    let mut first = true;
+    log.reserve(scanned.iter().map(|c| c.events.len()).sum());
     let mut valid_len = 0usize;
     let mut torn = None;
     let mut base = 0usize;
+    // the first line that is not blank may be the header
+    let mut first = true;
     'chunks: for chunk in scanned {
-        for item in chunk.lines {
-            let line_no = base + item.line + 1;
-            let torn_here = || TornTail {
-                line: line_no,
-                offset: item.start,
-                bytes: bytes.len() - item.start,
-            };
-            let parsed = match item.outcome {
-                Outcome::BadUtf8(_) if is_last(item.next) => {
-                    torn = Some(torn_here());
+        let mut others = chunk.others.into_iter().peekable();
+        let mut tracked = chunk.tracked.into_iter().peekable();
+        let count = chunk.events.len();
+        let mut events = chunk.events.into_iter();
+        for i in 0..=count {
+            // the lines that are not events, before event i
+            while let Some(o) = others.next_if(|o| o.before == i) {
+                let line_no = base + o.line + 1;
+                if std::mem::take(&mut first) {
+                    // SAFETY: a line with no UTF-8 error was checked to be UTF-8
+                    let text = (o.bad_utf8.is_none())
+                        .then(|| unsafe { std::str::from_utf8_unchecked(&bytes[o.text..o.end]) });
+                    if let Some(h) = text
+                        .map(Header::parse)
+                        .transpose()
+                        .map_err(|e| e.at_line(line_no))?
+                        .flatten()
+                    {
+                        log.set_header(h);
+                        valid_len = o.next;
+                        continue;
+                    }
+                }
+                let syntax = o.failure.as_ref().is_none_or(|f| f.0);
+                if syntax && is_last(o.next) {
+                    torn = Some(TornTail {
+                        line: line_no,
+                        offset: o.start,
+                        bytes: bytes.len() - o.start,
+                    });
                     break 'chunks;
                 }
-                Outcome::BadUtf8(message) => {
-                    return Err(Error::Corrupt {
+                return Err(match (o.bad_utf8, o.failure) {
+                    (Some(message), _) => Error::Corrupt {
                         line: line_no,
                         message,
-                    })
-                }
-                outcome => outcome,
-            };
-            if first {
-                first = false;
-                // SAFETY: a line that is not `BadUtf8` was checked to be UTF-8
-                let text = unsafe { std::str::from_utf8_unchecked(&bytes[item.text..item.end]) };
-                if let Some(h) = Header::parse(text).map_err(|e| e.at_line(line_no))? {
+                    },
+                    (None, Some((_, e))) => e.at_line(line_no),
+                    (None, None) => unreachable!("a line that is not an event says why"),
+                });
+            }
+            let Some(event) = events.next() else { break };
+            let (line, next) = chunk.lines[i];
+            let line_no = base + line as usize + 1;
+            if std::mem::take(&mut first) {
+                if let Some(h) = Header::parse(event.line()).map_err(|e| e.at_line(line_no))? {
                     log.set_header(h);
-                    valid_len = item.next;
+                    valid_len = next;
                     continue;
                 }
             }
-            match parsed {
-                Outcome::Event(p) => {
-                    log.push_parsed(p).map_err(|e| e.at_line(line_no))?;
-                    valid_len = item.next;
-                }
-                Outcome::Failed(true, _) if is_last(item.next) => {
-                    torn = Some(torn_here());
-                    break 'chunks;
-                }
-                Outcome::Failed(_, e) => return Err(e.at_line(line_no)),
-                Outcome::BadUtf8(_) => unreachable!("handled above"),
-            }
+            let turn_step = match tracked.next_if(|t| t.0 == i) {
+                Some((_, turn, step)) => (turn, step),
+                None => (None, None),
+            };
+            log.push_parsed(Parsed { event, turn_step })
+                .map_err(|e| e.at_line(line_no))?;
+            valid_len = next;
         }
         base += chunk.line_count;
     }

@@ -15,7 +15,7 @@ mod seen;
 #[cfg(test)]
 mod tests;
 
-pub use seen::{ContentSeen, DataSeen, MsgSeen, ObjSeen, StrOr};
+pub use seen::{ContentSeen, DataSeen, MsgSeen, ObjSeen, StrOr, Text};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {

@@ -39,6 +39,33 @@ fn drain_map<'de, A: MapAccess<'de>>(mut m: A) -> Result<(), A::Error> {
     Ok(())
 }
 
+/// A string borrowed from the input when it has no escapes (serde's own `Cow<str>` always
+/// copies): object keys, event types.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Text<'a>(pub Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Text<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Borrowed(s)))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(s.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, s: String) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(s)))
+            }
+        }
+        d.deserialize_str(V(PhantomData))
+    }
+}
+
 /// A value read as `Value::as_str` reads it: the string, or `Other` for any other JSON.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StrOr<'a> {
@@ -134,7 +161,7 @@ impl<'de, T: Fields<'de>> Visitor<'de> for FieldsVisitor<T> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<T, A::Error> {
         let mut out = T::default();
-        while let Some(key) = m.next_key::<Cow<'de, str>>()? {
+        while let Some(Text(key)) = m.next_key::<Text<'de>>()? {
             out.field(&key, &mut m)?;
         }
         Ok(out.object())
@@ -282,7 +309,9 @@ impl<'de: 'a, 'a> Deserialize<'de> for ContentSeen<'a> {
                 f.write_str("any JSON value")
             }
             fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
-                Ok(ContentSeen::Str { empty: s.is_empty() })
+                Ok(ContentSeen::Str {
+                    empty: s.is_empty(),
+                })
             }
             fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
                 Ok(ContentSeen::Null)

@@ -62,7 +62,11 @@ impl History for [Message] {
     }
     fn call_name(&self, i: usize, k: usize) -> Cow<'_, str> {
         let call = &calls_of(&self[i])[k];
-        Cow::Borrowed(call.get("function").and_then(|f| str_at(f, "name")).unwrap_or(""))
+        Cow::Borrowed(
+            call.get("function")
+                .and_then(|f| str_at(f, "name"))
+                .unwrap_or(""),
+        )
     }
     fn result_id(&self, i: usize) -> Option<Cow<'_, str>> {
         str_at(&self[i], "tool_call_id").map(Cow::Borrowed)
