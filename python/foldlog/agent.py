@@ -242,8 +242,18 @@ class Agent:
         finally:
             self._task = None
             self._cancel_requested = False
+            if self.options.release_when_idle and not self.inbox.has_work():
+                self._release_session()
             self.hooks.notify_status("idle")
         return answer
+
+    def _release_session(self) -> None:
+        """Release the idle session (`Options.release_when_idle`); a failure to do so (a store
+        that cannot be written) is logged, never raised over the run's own outcome."""
+        try:
+            self.session.release()
+        except Exception:
+            _log.warning("agent: could not release session %s", self.session.id, exc_info=True)
 
     async def compact(self, focus: str | None = None) -> None:
         """Manual compaction: forced, bypasses the stuck latch."""
@@ -398,7 +408,7 @@ class Agent:
         params = self._params()
         if not self.hooks.request_hooks:
             return params
-        ctx = RequestContext(self, turn, step, tuple(self.session.derive_messages()), params)
+        ctx = RequestContext(self, turn, step, self.session.derive_messages(), params)
 
         async def default() -> dict[str, Any]:
             return ctx.params

@@ -328,7 +328,10 @@ class Session:
         if self.model is None:
             return
         try:
-            tok = self._tokenizer(self.model)
+            from foldlog.tokens import Tokenizer
+
+            # only exact counts are kept with the events: no calibration of the estimate here
+            tok = Tokenizer.for_model(self.model)
             if tok.exact:
                 self._core.surface_tokens(tok._counter)
         except Exception as exc:  # a tokenizer that cannot load, a message it cannot count
