@@ -333,7 +333,9 @@ def small_conversations() -> list[list[Message]]:
             if role in ("user", "system"):
                 small.append({"role": role, "content": _short(content, 110)})
             elif role == "assistant":
-                calls = [c for c in m.get("tool_calls") or [] if len(c["function"].get("arguments") or "") <= 90]
+                calls = [
+                    c for c in m.get("tool_calls") or [] if len(c["function"].get("arguments") or "") <= 90
+                ]
                 msg: Message = {"role": "assistant", "content": "" if calls else _short(content, 110)}
                 if calls:
                     msg["tool_calls"] = calls[:1]

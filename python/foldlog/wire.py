@@ -3,13 +3,11 @@
 Each derived message is serialised once (per wire style) in the Rust core; a request body is the
 provider's header and trailer around those shared segments, sent as an async byte stream with a
 ``Content-Length``. A step on a long session therefore costs O(new messages), not O(history),
-and the bytes are exactly ``json.dumps(body, ensure_ascii=False, separators=(",", ":"),
-sort_keys=True)`` of the same body (what ``OpenAICompatible.encode_body`` writes).
+and every body, whichever way it is built, is written by the core (keys sorted, compact, UTF-8).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -60,22 +58,12 @@ class ChunkedBody:
         return self._body.to_bytes()
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-
-
 def frame(body: Mapping[str, Any]) -> tuple[bytes, bytes]:
     """The bytes before and after the messages in the encoded ``body`` (its ``"messages"`` value
-    is ignored): the keys sorted, each ``key:value`` written as ``json.dumps`` writes it."""
-    before: list[str] = []
-    after: list[str] = []
-    for key in sorted(body):
-        if key == "messages":
-            continue
-        (before if key < "messages" else after).append(f"{_dumps(key)}:{_dumps(body[key])}")
-    head = "{" + "".join(item + "," for item in before) + '"messages":['
-    tail = "]" + "".join("," + item for item in after) + "}"
-    return head.encode(), tail.encode()
+    is ignored), written by the core."""
+    from foldlog import _core
+
+    return _core.encode_frame(body)
 
 
 def chunked_body(wire: WireMessages, body: Mapping[str, Any]) -> ChunkedBody:
