@@ -96,6 +96,7 @@ impl EventLog {
     /// Make room for `more` events (a reader that knows how many lines it read).
     pub fn reserve(&mut self, more: usize) {
         self.events.reserve(more);
+        crate::reader::huge_pages(self.events.spare_capacity_mut());
     }
     pub fn next_seq(&self) -> u64 {
         self.events.len() as u64

@@ -59,13 +59,16 @@ fn bounds(bytes: &[u8]) -> Vec<(usize, usize)> {
 
 fn scan_chunk(buf: &Buffer, (from, to): (usize, usize)) -> Chunk {
     let bytes: &[u8] = buf;
+    // about one event per 100 bytes: sized once, not grown by copies
+    let guess = (to - from) / 100;
     let mut out = Chunk {
-        events: Vec::new(),
-        lines: Vec::new(),
+        events: Vec::with_capacity(guess),
+        lines: Vec::with_capacity(guess),
         tracked: Vec::new(),
         others: Vec::new(),
         line_count: 0,
     };
+    super::huge_pages(out.events.spare_capacity_mut());
     let mut line = 0usize;
     let mut start = from;
     while start < to {

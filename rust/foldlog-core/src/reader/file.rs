@@ -34,12 +34,31 @@ fn fill(file: &File, mut offset: u64, mut out: &mut [u8]) -> std::io::Result<boo
     Ok(true)
 }
 
+/// Ask for huge pages under a large buffer that is about to be written: a 100 MB log then
+/// faults in ~50 pages instead of ~25,000 (where the system allows it; a hint, never an error).
+pub(crate) fn huge_pages<T>(buf: &mut [T]) {
+    const HUGE: usize = 2 << 20;
+    let bytes = std::mem::size_of_val(buf);
+    if bytes < 4 * HUGE {
+        return;
+    }
+    let start = (buf.as_mut_ptr() as usize).next_multiple_of(HUGE);
+    let end = (buf.as_mut_ptr() as usize + bytes) / HUGE * HUGE;
+    if end > start {
+        // SAFETY: the range lies inside `buf`, which this function borrows mutably
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+        }
+    }
+}
+
 /// The bytes of the file at `path` (as long as it was when opened).
 pub(super) fn read(path: &Path) -> Result<Buffer> {
     let file = File::open(path).map_err(|e| read_err(path, e))?;
     let len = file.metadata().map_err(|e| read_err(path, e))?.len() as usize;
     let mut buf = Arc::<[u8]>::new_uninit_slice(len);
     let slots = Arc::get_mut(&mut buf).expect("a new buffer has one owner");
+    huge_pages(slots);
     let pieces = (len / MIN_PIECE).clamp(1, rayon::current_num_threads());
     let size = len.div_ceil(pieces).max(1);
     let whole = slots

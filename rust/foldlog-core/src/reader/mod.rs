@@ -15,6 +15,8 @@ use crate::log::EventLog;
 mod chunks;
 mod file;
 
+pub(crate) use file::huge_pages;
+
 /// A torn last line that was cut off.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TornTail {
