@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from memory import settled_rss
 
 SESSIONS = int(os.environ.get("FOLDLOG_B7_SESSIONS", "1000"))

@@ -24,10 +24,10 @@ from typing import Any
 
 import orjson
 import pytest
-from pyload import load as py_load
-from workloads import Workload, log_100mb, log_small_messages
 
 from foldlog import Session
+from pyload import load as py_load
+from workloads import Workload, log_100mb, log_small_messages
 
 ROUNDS = 3
 GROUP = "B1 load"

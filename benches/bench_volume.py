@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from memory import peak_rss, settled_rss
 
 SESSIONS = int(os.environ.get("FOLDLOG_B10_SESSIONS", "10000"))

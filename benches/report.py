@@ -140,7 +140,9 @@ def row_b1(bs: list[Bench]) -> Row:
     if not runs:
         row.notes.append("bench_load.py did not run")
         return row
-    by: dict[tuple[str, str], Bench] = {(str(b.extra["workload_name"]), str(b.extra["role"])): b for b in runs}
+    by: dict[tuple[str, str], Bench] = {
+        (str(b.extra["workload_name"]), str(b.extra["role"])): b for b in runs
+    }
     names = [n for n in ("large", "small") if any(k[0] == n for k in by)]
     met = True
     ratios: list[float] = []

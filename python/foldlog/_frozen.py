@@ -167,7 +167,7 @@ class MessageSequence(Sequence[Mapping[str, Any]]):
             i += n
         if not 0 <= i < n:
             raise IndexError(f"message index {index} out of range ({n} messages)")
-        return self._items.item(self._start + i)  # type: ignore[no-any-return]
+        return self._items.item(self._start + i)
 
     def __iter__(self) -> Iterator[Mapping[str, Any]]:
         for start in range(self._start, self._stop, self.CHUNK):

@@ -60,6 +60,11 @@ class StoreWriter(Protocol):
 class Session:
     """An append-only, typed event log and the chat history derived from it."""
 
+    #: the core log; ``None`` while released (see `release`)
+    _log: _native.Log | None
+    #: a released session without a store: its log's bytes, compressed
+    _released: bytes | None
+
     def __init__(
         self,
         system: str | None = None,
@@ -74,10 +79,8 @@ class Session:
             self.add({"role": "system", "content": system})
 
     def _init_state(self) -> None:
-        #: the core log; ``None`` while released (see `release`)
-        self._log: _native.Log | None = None
-        #: a released session without a store: its log's bytes, compressed
-        self._released: bytes | None = None
+        self._log = None
+        self._released = None
         self.path: Path | None = None
         self._writer: StoreWriter | None = None
         self._durability: Durability = "batch"

@@ -149,7 +149,7 @@ impl PyPlanHistory {
         caller: Option<u32>,
         nbytes: u32,
     ) -> PyResult<()> {
-        let role = Role::parse(role).map_err(|e| plan_error(e))?;
+        let role = Role::parse(role).map_err(plan_error)?;
         self.lock().push(PlanMessage {
             tokens,
             role,
@@ -299,7 +299,7 @@ impl PyPlanHistory {
             min_recent_keep,
             pinned_user_turn_tokens,
             min_fold_tokens,
-            keep_policy: KeepPolicy::parse(keep_policy).map_err(|e| plan_error(e))?,
+            keep_policy: KeepPolicy::parse(keep_policy).map_err(plan_error)?,
             force,
             prune_min_bytes,
         };
