@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::shape::{DataSeen, Role, Shape};
+use crate::shape::{role_of_kind, DataSeen, Shape};
 
 mod header;
 mod op;
@@ -181,7 +181,7 @@ impl Event {
 
     /// Read the shape of a surface event's message from its `data` (see [`crate::shape`]).
     fn reshape(&mut self) {
-        let Some(role) = Role::of_kind(self.kind()) else {
+        let Some(role) = role_of_kind(self.kind()) else {
             return;
         };
         let data = self.data_json();

@@ -262,14 +262,7 @@ impl EventLog {
         surface_op: Option<SurfaceOp>,
         sources: Option<Vec<u64>>,
     ) -> Result<u64> {
-        if !crate::event::is_known_type(kind) {
-            return Err(Error::invalid(format!("unknown event type {kind:?}")));
-        }
-        if !data.is_object() {
-            return Err(Error::invalid(format!(
-                "{kind}: data must be a JSON object"
-            )));
-        }
+        check_kind(kind, data)?;
         let ev = Event::new(kind, self.next_seq(), time, data, surface_op, sources);
         self.push(ev)
     }
@@ -311,6 +304,15 @@ impl EventLog {
 
 /// What [`EventLog::append`] checks of a new event before building it.
 fn check_new(kind: &str, data: &Value) -> Result<()> {
+    check_kind(kind, data)?;
+    if crate::event::is_surface_type(kind) {
+        crate::validate::event_data(kind, data)?;
+    }
+    Ok(())
+}
+
+/// A new event's type is known and its data is an object.
+fn check_kind(kind: &str, data: &Value) -> Result<()> {
     if !crate::event::is_known_type(kind) {
         return Err(Error::invalid(format!("unknown event type {kind:?}")));
     }
@@ -318,9 +320,6 @@ fn check_new(kind: &str, data: &Value) -> Result<()> {
         return Err(Error::invalid(format!(
             "{kind}: data must be a JSON object"
         )));
-    }
-    if crate::event::is_surface_type(kind) {
-        crate::validate::event_data(kind, data)?;
     }
     Ok(())
 }

@@ -17,33 +17,16 @@ mod tests;
 
 pub use seen::{ContentSeen, DataSeen, MsgSeen, ObjSeen, StrOr, Text};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    System,
-    User,
-    Assistant,
-    Tool,
-}
+pub use crate::plan::Role;
 
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::System => "system",
-            Role::User => "user",
-            Role::Assistant => "assistant",
-            Role::Tool => "tool",
-        }
-    }
-
-    /// The role a surface event type derives (`None` for other types).
-    pub fn of_kind(kind: &str) -> Option<Role> {
-        match kind {
-            "system/message" => Some(Role::System),
-            "user/message" => Some(Role::User),
-            "assistant/message" => Some(Role::Assistant),
-            "tool/result" => Some(Role::Tool),
-            _ => None,
-        }
+/// The role a surface event type derives (`None` for other types).
+pub fn role_of_kind(kind: &str) -> Option<Role> {
+    match kind {
+        "system/message" => Some(Role::System),
+        "user/message" => Some(Role::User),
+        "assistant/message" => Some(Role::Assistant),
+        "tool/result" => Some(Role::Tool),
+        _ => None,
     }
 }
 

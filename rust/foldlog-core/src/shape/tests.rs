@@ -3,7 +3,7 @@
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-use super::{DataSeen, Role, Shape};
+use super::{role_of_kind, DataSeen, Role, Shape};
 use crate::event::Event;
 use crate::json_close::close_json;
 use crate::project::project;
@@ -11,7 +11,7 @@ use crate::project::project;
 /// Asserts that the shape read from `line` agrees with the projection of its event.
 pub(crate) fn check(line: &str) {
     let ev = Event::parse(line).expect("a valid event");
-    let role = Role::of_kind(ev.kind()).expect("a surface event");
+    let role = role_of_kind(ev.kind()).expect("a surface event");
     let data: DataSeen = serde_json::from_str(ev.data_json()).expect("data reads");
     let shape = Shape::of(role, &data, line);
     let projected = project(&ev, |_| None);
