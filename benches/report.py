@@ -428,14 +428,19 @@ def row_b8(bs: list[Bench]) -> Row:
 
 # What bounds a row whose goal is not met (profiled with callgrind/perf; see the bench docstrings).
 BOUNDS = {
-    "B1": "callgrind of the core path on a 10 MB slice "
-    "(`cargo run --release -p foldlog-core --example load`): ~56 instructions/byte — envelope parse "
-    "(serde_json, `RawValue` data) ~30 %, projection into `serde_json::Value` (IndexMap, owned strings) "
-    "~35 %, request-body serialisation ~18 %. `Session.load` then converts every message to Python "
-    "objects and freezes them in Python (about half of its time). Tried and dropped: a hand-written "
-    "memchr/SWAR envelope scanner and raw-span projection (579M vs 565M instructions, no gain in CPU "
-    "time). To close: no per-message `Value` (typed borrowed projection), lazy conversion to Python, "
-    "parallel parsing of line chunks, no per-line copy of the file.",
+    "B1": "perf of the core's load to ready (`cargo run --release -p foldlog-core --example load`, "
+    "NO_BODY=1, one thread, 2026-12-01) on the small-message log (182 MB, 1.14M lines): ~0.7 s of CPU a "
+    "load — parsing each line's envelope and its message's shape ~45 % (serde_json's string scanning "
+    "alone ~15 %), the log's rules applied in line order (seq continuity, surface ops, turn tracking, "
+    "one event moved into the log) ~15 %, the repair plan over 366k messages ~10 %, allocation (one "
+    "box per message shape and per source list) ~10 %, copying the file out of the page cache ~10 %. "
+    "Parsing runs in parallel chunks; the rules and the repair plan do not, so two shared cores give "
+    "1.4–1.7×. Tried: sonic-rs for the shape pass (−4 % CPU on the large workload, nothing on the "
+    "small one: per-line setup dominates 160-byte lines) and for the envelope (on par with serde_json, "
+    "so serde_json stays there: its error messages are the log's errors), huge pages under the buffer "
+    "and the event vectors (page faults 306k → 43k, −10 % CPU). To close: check the rules per chunk "
+    "in parallel and merge only the surface ops in order, plan the repair in parallel, keep shapes in "
+    "an arena, and a SIMD validating skip over `data`.",
     "B1r": "phases of the warm resume timed one by one on the same 113,593-event log (release build, "
     "2026-11-29, second of two runs): `Session.load` 0.58 s (parse, validate, repair, project: B1's "
     "bound), `derive_messages()` 0.27 s (one frozen Python object per message), per-message counts from "
@@ -453,14 +458,18 @@ BOUNDS = {
     "session. To close: derive once per step and reuse it, let `record_prompt_tokens` take the message "
     "count from the core without deriving, and hand the request the cached per-message wire JSON "
     "(the B2 work).",
-    "B7": "py-spy (50 Hz, 20 s attached to the foldlog side of this run: 1,000 sessions, 1,000-connection "
-    "pool, 2026-11-29): 80 % of the process is the agents' steps and the rest the event loop; 38 % is "
-    "httpx/httpcore sending each request (`AsyncClient.send`, anyio cancel scopes, the pool's bookkeeping), "
-    "10 % closing responses, 7 % `json.dumps` of the request body (`encode_body`), 7.5 % `Session.flush` "
-    "(the fsync per step in `FileStoreWriter.append_from`), 9.5 % running the tool. The mock server shares "
-    "the 2 cores. To close: a leaner HTTP path per request (one persistent HTTP/1.1 connection per session "
-    "without httpx's per-request machinery, or HTTP/2 multiplexing), the body from the core's cached "
-    "message JSON (B2) instead of `json.dumps`, and group commit of the sessions' fsyncs.",
+    "B7": "py-spy (50 Hz, the whole foldlog side of a 1,000-session round, release build, 2026-12-01): "
+    "of the event loop's thread, ~60 % is httpx/httpcore around each request — sending it "
+    "(`AsyncClient.send` 39 %, of which the pool's request scheduling `_assign_requests_to_connections`, "
+    "O(connections) per request, ~15 %, and new TCP connections 7 %), closing each response (20 %), "
+    "anyio cancel scopes and `current_task` lookups (~16 % self) — and foldlog's own step work "
+    "(appends, derive, the request body from cached segments, flush) under 10 %; the fsync per step "
+    "runs in worker threads. Removed in this run: the estimate's calibration that turned every "
+    "message of the history into a Python object on every flush (415 → 525 session·steps/s at 300 "
+    "sessions), the Python `json.dumps` body, Python-side copies of the history; idle sessions are "
+    "released (4 KiB each). To close the rest: an HTTP client with less machinery per request (one "
+    "kept-alive HTTP/1.1 connection per running session over plain asyncio streams, or HTTP/2 "
+    "multiplexing), which is the provider layer's work.",
     "B2": "the step itself (3 appends + incremental derive) is small; building the request body "
     "(`wire_json()`) serialises the whole history every step, O(size of the session). To close: cache each "
     "message's serialised JSON and send the body as a list of cached chunks.",

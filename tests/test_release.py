@@ -76,3 +76,26 @@ def test_release_when_idle_can_be_turned_off(tmp_path: Path) -> None:
     asyncio.run(agent.run("first"))
     assert not session.released
     session.close()
+
+
+def test_a_released_file_session_keeps_its_lock_and_closes_its_file(tmp_path: Path) -> None:
+    import os
+
+    import pytest
+
+    from foldlog.errors import SessionLockedError
+
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    s = Session.open(tmp_path / "d.jsonl", system="sys")
+    before = open_fds()
+    s.release()
+    assert open_fds() == before - 1, "the session file is closed while idle"
+    with pytest.raises(SessionLockedError):
+        Session.open(tmp_path / "d.jsonl")
+    s.add({"role": "user", "content": "back"})
+    s.flush()
+    assert open_fds() == before, "the next write opens it again"
+    s.close()
+    assert [m["role"] for m in Session.load(tmp_path / "d.jsonl").derive_messages()] == ["system", "user"]
