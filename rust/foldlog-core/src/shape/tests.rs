@@ -12,7 +12,7 @@ use crate::project::project;
 pub(crate) fn check(line: &str) {
     let ev = Event::parse(line).expect("a valid event");
     let role = role_of_kind(ev.kind()).expect("a surface event");
-    let data: DataSeen = serde_json::from_str(ev.data_json()).expect("data reads");
+    let data: DataSeen = sonic_rs::from_str(ev.data_json()).expect("data reads");
     let shape = Shape::of(role, &data, line);
     let projected = project(&ev, |_| None);
     assert_eq!(shape.silent, projected.is_none(), "silent: {line}");
