@@ -18,9 +18,13 @@ Every session must end with ``done`` after exactly 20 model calls (the mock answ
 of tool results in the request), checked on each round.
 
 Reported: session·steps per second (sessions × steps / median wall time of a round) and the
-resident memory per idle session: RSS (``/proc/self/statm``) after a round with the finished
-sessions still held (agent, session and its open log for foldlog; the ``SQLiteSession`` for the
-SDK), after ``gc.collect()``, minus RSS before the first round, divided by the sessions held.
+resident memory per idle session. foldlog's agents release their sessions when a run ends
+(``Options.release_when_idle``, the default): the log is dropped and loaded again at the next run.
+Memory per idle session: after the last round, with every finished session still held (agent,
+session and its writer for foldlog; the ``SQLiteSession`` for the SDK), RSS after a collection and
+``malloc_trim`` (`memory.settled_rss`), minus the same once those sessions are dropped, divided
+by their number — what holding them costs, without the round's fixed costs (HTTP client, TLS
+context, event loop) or the heap's high-water mark.
 
 The SDK needs minutes for 1,000 × 20 on 2 shared cores (it did not finish within 600 s before),
 so its side runs a bounded number of sessions (``FOLDLOG_B7_PEER_SESSIONS``, default 100) at the
@@ -33,17 +37,16 @@ pytest benches/bench_concurrency.py --benchmark-json=b7.json
 from __future__ import annotations
 
 import asyncio
-import gc
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from memory import settled_rss
 
 SESSIONS = int(os.environ.get("FOLDLOG_B7_SESSIONS", "1000"))
 PEER_SESSIONS = int(os.environ.get("FOLDLOG_B7_PEER_SESSIONS", "100"))
@@ -51,27 +54,6 @@ STEPS = int(os.environ.get("FOLDLOG_B7_STEPS", "20"))
 ROUNDS = int(os.environ.get("FOLDLOG_B7_ROUNDS", "2"))
 GROUP = "B7 concurrent sessions"
 POOL = 1000  # connections: what the OpenAI SDK's client allows by default
-
-
-def rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    proc = subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("mock_openai.py")), "--steps", str(STEPS)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        port = int(proc.stdout.readline())
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def _measure(
@@ -100,13 +82,13 @@ def _measure(
         assert outputs == ["done"] * sessions, outputs[:3]
         assert len(held) == sessions
 
-    gc.collect()
-    before = rss_bytes()
     try:
         benchmark.group = GROUP
         benchmark.pedantic(run, rounds=ROUNDS, warmup_rounds=0)
-        gc.collect()
-        idle = (rss_bytes() - before) / len(held) / 1024
+        count = len(held)
+        with_held = settled_rss()
+        drop()
+        idle = (with_held - settled_rss()) / count / 1024
     finally:
         drop()
         shutil.rmtree(root, ignore_errors=True)
@@ -125,7 +107,7 @@ def _measure(
 
 
 @pytest.mark.timeout(1500)
-def test_b7_foldlog(benchmark: Any, server: str) -> None:
+def test_b7_foldlog(benchmark: Any, mock_server: str) -> None:
     import foldlog
     from foldlog.providers import OpenAICompatible
 
@@ -137,7 +119,7 @@ def test_b7_foldlog(benchmark: Any, server: str) -> None:
     async def all_sessions(folder: Path, held: list[Any]) -> list[str]:
         # one provider (one pooled client) for every session, on this round's event loop
         provider = OpenAICompatible(
-            server,
+            mock_server,
             api_key="mock",
             model="mock",
             timeout=600.0,
@@ -167,12 +149,15 @@ def test_b7_foldlog(benchmark: Any, server: str) -> None:
                 kinds = agent.session.events.types()
                 assert kinds.count("assistant/message") == STEPS and kinds.count("tool/result") == STEPS - 1
 
-    label = f"foldlog Agent + OpenAICompatible ({POOL:,}-connection pool), file-backed sessions"
+    label = (
+        f"foldlog Agent + OpenAICompatible ({POOL:,}-connection pool), file-backed sessions "
+        "released when idle"
+    )
     _measure(benchmark, label, SESSIONS, one_round, lambda agent: agent.session.close())
 
 
 @pytest.mark.timeout(1500)
-def test_b7_openai_agents(benchmark: Any, server: str) -> None:
+def test_b7_openai_agents(benchmark: Any, mock_server: str) -> None:
     agents = pytest.importorskip("agents")
     from openai import AsyncOpenAI
 
@@ -186,7 +171,7 @@ def test_b7_openai_agents(benchmark: Any, server: str) -> None:
     async def all_sessions(folder: Path, held: list[Any]) -> list[str]:
         # the HTTP client belongs to the event loop of its round; one generous timeout for
         # connect, pool and read: hundreds of requests open at once on 2 busy cores
-        client = AsyncOpenAI(base_url=server, api_key="mock", max_retries=0, timeout=600.0)
+        client = AsyncOpenAI(base_url=mock_server, api_key="mock", max_retries=0, timeout=600.0)
         model = agents.OpenAIChatCompletionsModel(model="mock", openai_client=client)
         agent = agents.Agent(name="bench", instructions="Use the tool.", tools=[noop], model=model)
         db = folder / "sessions.db"

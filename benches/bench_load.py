@@ -1,9 +1,17 @@
-"""B1: open a ~100 MB log — parse, validate, repair, derive the surface.
+"""B1: open a large log — parse, validate, repair, derive the surface — on two workloads: a
+~100 MB log of real (large) messages, and ≥ 400k small messages (~250 bytes).
 
-foldlog: ``Session.load(path)`` + ``derive_messages()`` (Python objects for every message), and
-the core-only path ``_core.Log.read_file`` + repair check + ``wire_json()`` (no Python objects).
-Baselines: the same work in Python (`pyload.py`) with ``orjson`` and with ``json``. Before timing,
-both sides are checked to derive the same messages from the same file.
+foldlog, two ways:
+
+- to ready: ``Session.load(path)`` and ``len(derive_messages())`` — the log read (one buffer,
+  parsed in parallel chunks), checked, repaired and derived; a request body could be built. No
+  message becomes a Python object;
+- every message materialised: the same, then ``list(derive_messages())`` (a read-only dict per
+  message).
+
+Baselines: the same work in Python (`pyload.py`) with ``orjson`` (and ``json`` on the first
+workload), which parses every line into Python objects. Before timing, both sides are checked to
+derive the same messages from the same file.
 
 pytest benches/bench_load.py --benchmark-json=b1.json
 """
@@ -17,18 +25,13 @@ from typing import Any
 import orjson
 import pytest
 
-from foldlog import Session, _core
+from foldlog import Session
 from pyload import load as py_load
-from workloads import Workload
+from workloads import Workload, log_100mb, log_small_messages
 
-ROUNDS = 3  # ~10 s a round on each side: the whole suite must fit in 30 minutes on 2 cores
-GROUP = "B1 load 100 MB"
-
-
-def _info(benchmark: Any, w: Workload, role: str) -> None:
-    benchmark.extra_info.update(
-        {"row": "B1", "role": role, "events": w.events, "bytes": w.bytes, "workload": w.describe()}
-    )
+ROUNDS = 3
+GROUP = "B1 load"
+WORKLOADS: dict[str, Callable[[], Workload]] = {"large": log_100mb, "small": log_small_messages}
 
 
 def _orjson_dumps(v: Any) -> str:
@@ -39,15 +42,13 @@ def _json_dumps(v: Any) -> str:
     return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
 
 
-def foldlog_load(path: str) -> tuple[Any, ...]:
-    s = Session.load(path)
-    return s.derive_messages()
+def to_ready(path: str) -> int:
+    """Load to ready: a request could be built now; no message is a Python object yet."""
+    return len(Session.load(path).derive_messages())
 
 
-def core_load(path: str) -> bytes:
-    log, _info = _core.Log.read_file(path)
-    log.repair_needed()
-    return log.wire_json()
+def materialised(path: str) -> list[Any]:
+    return list(Session.load(path).derive_messages())
 
 
 BASELINES: dict[str, Callable[[str], Any]] = {
@@ -55,37 +56,53 @@ BASELINES: dict[str, Callable[[str], Any]] = {
     "json": lambda p: py_load(p, json.loads, _json_dumps),
 }
 
-
-@pytest.fixture(scope="module")
-def checked(log_100mb_workload: Workload) -> Workload:
-    """Same file, same answer: foldlog's derived messages equal the Python baseline's."""
-    w = log_100mb_workload
-    ours = [dict(m) for m in foldlog_load(str(w.path))]
-    theirs, repairs = BASELINES["orjson"](str(w.path))
-    assert repairs == 0
-    assert len(ours) == len(theirs)
-    assert orjson.loads(orjson.dumps(ours)) == theirs
-    # the core path ends in the request body: the send normalizer's view of the same messages
-    wire = Session.load(str(w.path)).wire_messages()
-    assert orjson.loads(core_load(str(w.path))) == orjson.loads(orjson.dumps(wire))
-    return w
+_checked: dict[str, Workload] = {}
 
 
-def test_b1_foldlog_session(benchmark: Any, checked: Workload) -> None:
-    benchmark.group = GROUP
-    _info(benchmark, checked, "foldlog")
-    benchmark.pedantic(foldlog_load, args=(str(checked.path),), rounds=ROUNDS, warmup_rounds=1)
+def checked(name: str) -> Workload:
+    """The workload, once its derivation is checked equal to the Python baseline's."""
+    if name not in _checked:
+        w = WORKLOADS[name]()
+        ours = [dict(m) for m in materialised(str(w.path))]
+        theirs, repairs = BASELINES["orjson"](str(w.path))
+        assert repairs == 0
+        assert len(ours) == len(theirs)
+        assert orjson.loads(orjson.dumps(ours)) == theirs
+        _checked[name] = w
+    return _checked[name]
 
 
-def test_b1_foldlog_core(benchmark: Any, checked: Workload) -> None:
-    benchmark.group = GROUP
-    _info(benchmark, checked, "foldlog-core")
-    benchmark.pedantic(core_load, args=(str(checked.path),), rounds=ROUNDS, warmup_rounds=1)
+def _info(benchmark: Any, w: Workload, name: str, role: str) -> None:
+    benchmark.group = f"{GROUP} ({name})"
+    benchmark.extra_info.update(
+        {
+            "row": "B1",
+            "workload_name": name,
+            "role": role,
+            "events": w.events,
+            "bytes": w.bytes,
+            "workload": w.describe(),
+        }
+    )
 
 
-@pytest.mark.parametrize("parser", list(BASELINES))
-def test_b1_python(benchmark: Any, checked: Workload, parser: str) -> None:
-    benchmark.group = GROUP
-    _info(benchmark, checked, f"baseline-{parser}")
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_b1_ready(benchmark: Any, name: str) -> None:
+    w = checked(name)
+    _info(benchmark, w, name, "foldlog ready")
+    benchmark.pedantic(to_ready, args=(str(w.path),), rounds=ROUNDS, warmup_rounds=1)
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_b1_materialised(benchmark: Any, name: str) -> None:
+    w = checked(name)
+    _info(benchmark, w, name, "foldlog materialised")
+    benchmark.pedantic(materialised, args=(str(w.path),), rounds=ROUNDS, warmup_rounds=1)
+
+
+@pytest.mark.parametrize(("name", "parser"), [("large", "orjson"), ("large", "json"), ("small", "orjson")])
+def test_b1_python(benchmark: Any, name: str, parser: str) -> None:
+    w = checked(name)
+    _info(benchmark, w, name, f"baseline-{parser}")
     rounds = ROUNDS if parser == "orjson" else 2
-    benchmark.pedantic(BASELINES[parser], args=(str(checked.path),), rounds=rounds, warmup_rounds=1)
+    benchmark.pedantic(BASELINES[parser], args=(str(w.path),), rounds=rounds, warmup_rounds=1)

@@ -54,6 +54,8 @@ def workload(n: int = N_MESSAGES) -> list[dict[str, Any]]:
             for m in h:
                 if m["role"] == "system":
                     continue
+                if m["role"] == "assistant" and not m.get("content") and not m.get("tool_calls"):
+                    continue  # derives no message (kept in a log only for its usage)
                 m = copy.deepcopy(m)
                 if m.get("tool_calls"):
                     for c in m["tool_calls"]:

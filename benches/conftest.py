@@ -6,7 +6,9 @@ runs them all on the release build and writes ``docs/benchmarks.md``.
 
 from __future__ import annotations
 
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,3 +28,26 @@ def log_100mb_workload() -> Workload:
 @pytest.fixture(scope="session")
 def log_100k_workload() -> Workload:
     return log_100k()
+
+
+def start_mock_server(steps: int) -> tuple[subprocess.Popen[str], str]:
+    """The loopback mock OpenAI-compatible server (`mock_openai.py`) in its own process."""
+    proc = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("mock_openai.py")), "--steps", str(steps)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    port = int(proc.stdout.readline())
+    return proc, f"http://127.0.0.1:{port}/v1"
+
+
+@pytest.fixture(scope="module")
+def mock_server(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The mock server answering ``STEPS`` model calls a turn (the module's ``STEPS``)."""
+    proc, url = start_mock_server(int(getattr(request.module, "STEPS", 20)))
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -1,6 +1,7 @@
 """A small OpenAI-compatible chat-completions server for the B7 bench, on loopback only.
 
-Stateless and deterministic: while the request holds fewer than ``STEPS - 1`` tool results it
+Stateless and deterministic: while the request's turn (the messages after its last user message)
+holds fewer than ``STEPS - 1`` tool results it
 answers with one call of the ``noop`` tool, then with a final text answer — so every session runs
 exactly ``STEPS`` model calls whatever the client. Streams SSE chunks when ``"stream": true``,
 else returns one JSON completion. Bounded: at most ``MAX_BODY`` bytes per request and
@@ -34,7 +35,12 @@ def _chunk(cid: str, delta: dict[str, Any], finish: str | None = None) -> bytes:
 
 def answer(request: dict[str, Any], steps: int) -> tuple[str, list[dict[str, Any]], str]:
     """(content, tool calls, finish reason) for this request."""
-    done = sum(1 for m in request.get("messages", []) if m.get("role") == "tool")
+    # the tool results of this turn: those after the last user message (a session's earlier turns
+    # are history; B10 runs turns on sessions that already hold some)
+    done = 0
+    for m in request.get("messages", []):
+        role = m.get("role")
+        done = 0 if role == "user" else done + (role == "tool")
     if done < steps - 1:
         call = {
             "id": f"call_{done}",

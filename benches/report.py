@@ -1,7 +1,7 @@
 """Write the side-by-side benchmark report (`docs/benchmarks.md` + `docs/benchmarks.png`).
 
 Reads the pytest-benchmark JSON files (``--benchmark-json``) of every bench module present in a
-results folder and, for each row B1–B9 of the suite, states the workload and its size, the medians
+results folder and, for each row B1–B10 of the suite, states the workload and its size, the medians
 with min–max, the ratio to the peer, the goal and whether it is met, and the machine. A row whose
 module did not run (or whose peer could not run) is kept and says so.
 
@@ -133,38 +133,51 @@ def _pair(row: Row, ours: Bench | None, peer: Bench | None, label: str, peer_lab
 
 
 def row_b1(bs: list[Bench]) -> Row:
-    row = Row("B1", "open a 100 MB log: parse, validate, repair, derive")
-    row.goal_ratio = 2
-    ses = find(bs, r"^test_b1_foldlog_session")
-    core = find(bs, r"^test_b1_foldlog_core")
-    orj = find(bs, r"^test_b1_python\[orjson\]")
-    js = find(bs, r"^test_b1_python\[json\]")
-    row.goal = "≥ 2× orjson and ≥ 1 GB/s"
-    any_b = ses or core or orj
-    if not any_b:
+    row = Row("B1", "open a large log: parse, validate, repair, derive")
+    row.goal_ratio = 5
+    row.goal = "to ready ≥ 1 GB/s and ≥ 5× orjson; every message materialised ≥ 1.5× orjson"
+    runs = [b for b in bs if b.extra.get("row") == "B1" and "workload_name" in b.extra]
+    if not runs:
         row.notes.append("bench_load.py did not run")
         return row
-    row.workload = any_b.extra.get("workload", "")
-    nbytes = float(any_b.extra.get("bytes", 0))
-    for b, label in (
-        (ses, "Session.load + derive_messages"),
-        (core, "core read_file + repair check + wire_json"),
-    ):
-        if b:
-            row.ours.append(f"{label}: {fmt_span(b)} = {nbytes / b.median / 1e6:.0f} MB/s")
-    for b, label in ((orj, "Python + orjson"), (js, "Python + json")):
-        if b:
-            row.peers.append(f"{label}: {fmt_span(b)} = {nbytes / b.median / 1e6:.0f} MB/s")
-    if ses and orj:
-        row.ratio = orj.median / ses.median
-        row.ratio_label = "orjson / Session.load"
-        row.met = row.ratio >= 2 and nbytes / ses.median >= 1e9
-        if core:
-            row.notes.append(
-                f"core path: {orj.median / core.median:.1f}× orjson, {nbytes / core.median / 1e6:.0f} MB/s"
-            )
-        if js:
-            row.notes.append(f"vs json: {js.median / ses.median:.1f}×")
+    by: dict[tuple[str, str], Bench] = {
+        (str(b.extra["workload_name"]), str(b.extra["role"])): b for b in runs
+    }
+    names = [n for n in ("large", "small") if any(k[0] == n for k in by)]
+    met = True
+    ratios: list[float] = []
+    workloads = []
+    for name in names:
+        any_b = next(b for k, b in by.items() if k[0] == name)
+        nbytes = float(any_b.extra.get("bytes", 0))
+        workloads.append(f"{name}: {any_b.extra.get('workload', '')}")
+        ready, mat = by.get((name, "foldlog ready")), by.get((name, "foldlog materialised"))
+        orj, js = by.get((name, "baseline-orjson")), by.get((name, "baseline-json"))
+        for b, label in ((ready, "to ready"), (mat, "every message materialised")):
+            if b:
+                row.ours.append(f"{name}, {label}: {fmt_span(b)} = {nbytes / b.median / 1e6:,.0f} MB/s")
+        for b, label in ((orj, "Python + orjson"), (js, "Python + json")):
+            if b:
+                row.peers.append(f"{name}, {label}: {fmt_span(b)} = {nbytes / b.median / 1e6:,.0f} MB/s")
+        if ready and orj:
+            r = orj.median / ready.median
+            ratios.append(r)
+            gbps = nbytes / ready.median / 1e9
+            row.notes.append(f"{name}: to ready {r:.1f}× orjson at {gbps:.2f} GB/s")
+            met &= r >= 5 and gbps >= 1
+        else:
+            met = False
+        if mat and orj:
+            r = orj.median / mat.median
+            row.notes.append(f"{name}: every message materialised {r:.1f}× orjson")
+            met &= r >= 1.5
+        if js and ready:
+            row.notes.append(f"{name}: vs json {js.median / ready.median:.1f}×")
+    row.workload = "; ".join(workloads)
+    if ratios:
+        row.ratio = min(ratios)
+        row.ratio_label = "orjson / foldlog to ready, the lower workload"
+        row.met = met
     return row
 
 
@@ -317,8 +330,8 @@ def row_b6(bs: list[Bench]) -> Row:
 
 def row_b7(bs: list[Bench]) -> Row:
     row = Row("B7", "concurrent sessions against a loopback mock server")
-    row.goal_ratio = 3
-    row.goal = "≥ 3× sessions·steps/s; memory per idle session stated"
+    row.goal_ratio = 6
+    row.goal = "≥ 6× sessions·steps/s; ≤ 8 KiB per idle session"
     ours = find(bs, r"^test_b7_foldlog")
     peer = find(bs, r"^test_b7_openai_agents")
     if not (ours or peer):
@@ -339,7 +352,8 @@ def row_b7(bs: list[Bench]) -> Row:
     if ours and peer and ours.extra.get("steps_per_s") and peer.extra.get("steps_per_s"):
         row.ratio = float(ours.extra["steps_per_s"]) / float(peer.extra["steps_per_s"])
         row.ratio_label = "foldlog / peer session·steps/s"
-        row.met = row.ratio >= 3
+        mem = ours.extra.get("idle_kib_per_session")
+        row.met = row.ratio >= 6 and mem is not None and float(mem) <= 8
         if ours.extra.get("sessions") != peer.extra.get("sessions"):
             row.notes.append(
                 f"the peer ran {int(peer.extra['sessions']):,} concurrent sessions, not "
@@ -353,9 +367,28 @@ def row_b7(bs: list[Bench]) -> Row:
         "quadratic (1,000 sessions did not finish a round in 10 minutes; see bench_concurrency.py)"
     )
     row.notes.append(
-        "memory per idle session: RSS (/proc/self/statm) after the last round with every finished "
-        "session still held, after gc.collect(), minus RSS before the first round, over the sessions held"
+        "memory per idle session: settled RSS (after gc.collect() and malloc_trim) with every finished "
+        "session held after the last round, minus the same once they are dropped, over their number; "
+        "foldlog's agents release their sessions when a run ends (Options.release_when_idle)"
     )
+    return row
+
+
+def row_b10(bs: list[Bench]) -> Row:
+    row = Row("B10", "open sessions with running turns, one process")
+    row.goal = "RSS ≤ 1 GiB; RSS per session and steps/s stated"
+    b = find(bs, r"^test_b10_open_sessions")
+    if not b:
+        row.notes.append("bench_volume.py did not run")
+        return row
+    e = b.extra
+    row.workload = str(e.get("workload", ""))
+    peak = float(e.get("peak_rss", 0))
+    row.ours.append(
+        f"{float(e.get('steps_per_s', 0)):,.0f} session·steps/s; peak RSS {peak / 2**20:,.0f} MiB; "
+        f"{float(e.get('kib_per_session', 0)):,.1f} KiB per open session (settled RSS over the sessions)"
+    )
+    row.met = 0 < peak <= 2**30
     return row
 
 
@@ -444,14 +477,21 @@ def row_b9(bs: list[Bench]) -> Row:
 
 # What bounds a row whose goal is not met (profiled with callgrind/perf; see the bench docstrings).
 BOUNDS = {
-    "B1": "callgrind of the core path on a 10 MB slice "
-    "(`cargo run --release -p foldlog-core --example load`): ~56 instructions/byte — envelope parse "
-    "(serde_json, `RawValue` data) ~30 %, projection into `serde_json::Value` (IndexMap, owned strings) "
-    "~35 %, request-body serialisation ~18 %. `Session.load` then converts every message to Python "
-    "objects and freezes them in Python (about half of its time). Tried and dropped: a hand-written "
-    "memchr/SWAR envelope scanner and raw-span projection (579M vs 565M instructions, no gain in CPU "
-    "time). To close: no per-message `Value` (typed borrowed projection), lazy conversion to Python, "
-    "parallel parsing of line chunks, no per-line copy of the file.",
+    "B1": "perf of the core's load to ready (`cargo run --release -p foldlog-core --example load`, "
+    "NO_BODY=1, one thread, 2026-12-01) on the small-message log (182 MB, 1.14M lines): ~0.7 s of CPU a "
+    "load — parsing each line's envelope and its message's shape ~45 % (serde_json's string scanning "
+    "alone ~15 %), the log's rules applied in line order (seq continuity, surface ops, turn tracking, "
+    "one event moved into the log) ~15 %, the repair plan over 366k messages ~10 %, allocation (one "
+    "box per message shape and per source list) ~10 %, copying the file out of the page cache ~10 %. "
+    "Parsing runs in parallel chunks; the rules and the repair plan do not, so two shared cores give "
+    "1.4–1.7×. Tried: sonic-rs for the shape pass (kept: −4 % CPU on the large workload, nothing on the "
+    "small one: per-line setup dominates 160-byte lines), for the envelope (on par with serde_json, so "
+    "serde_json stays there: its error messages are the log's errors) and for building messages (no "
+    "gain: building `serde_json::Value`s dominates); simd-json lost every pass (it needs a mutable "
+    "copy of each line and has no raw spans); huge pages under the buffer "
+    "and the event vectors (page faults 306k → 43k, −10 % CPU). To close: check the rules per chunk "
+    "in parallel and merge only the surface ops in order, plan the repair in parallel, keep shapes in "
+    "an arena, and a SIMD validating skip over `data`.",
     "B1r": "phases of the warm resume timed one by one on the same 113,593-event log (release build, "
     "2026-11-29, second of two runs): `Session.load` 0.58 s (parse, validate, repair, project: B1's "
     "bound), `derive_messages()` 0.27 s (one frozen Python object per message), per-message counts from "
@@ -477,14 +517,18 @@ BOUNDS = {
     "tool (read_file on a folder), arithmetic and comparisons, and answers copied from an example; "
     "an instruction-tuned 0.5B model through the same provider does better (the comparison, when it "
     "ran). See docs/local-model.md for what was tried",
-    "B7": "py-spy (50 Hz, 20 s attached to the foldlog side of this run: 1,000 sessions, 1,000-connection "
-    "pool, 2026-11-29): 80 % of the process is the agents' steps and the rest the event loop; 38 % is "
-    "httpx/httpcore sending each request (`AsyncClient.send`, anyio cancel scopes, the pool's bookkeeping), "
-    "10 % closing responses, 7 % `json.dumps` of the request body (`encode_body`), 7.5 % `Session.flush` "
-    "(the fsync per step in `FileStoreWriter.append_from`), 9.5 % running the tool. The mock server shares "
-    "the 2 cores. To close: a leaner HTTP path per request (one persistent HTTP/1.1 connection per session "
-    "without httpx's per-request machinery, or HTTP/2 multiplexing), the body from the core's cached "
-    "message JSON (B2) instead of `json.dumps`, and group commit of the sessions' fsyncs.",
+    "B7": "py-spy (50 Hz, the whole foldlog side of a 1,000-session round, release build, 2026-12-01): "
+    "of the event loop's thread, ~60 % is httpx/httpcore around each request — sending it "
+    "(`AsyncClient.send` 39 %, of which the pool's request scheduling `_assign_requests_to_connections`, "
+    "O(connections) per request, ~15 %, and new TCP connections 7 %), closing each response (20 %), "
+    "anyio cancel scopes and `current_task` lookups (~16 % self) — and foldlog's own step work "
+    "(appends, derive, the request body from cached segments, flush) under 10 %; the fsync per step "
+    "runs in worker threads. Removed in this run: the estimate's calibration that turned every "
+    "message of the history into a Python object on every flush (415 → 525 session·steps/s at 300 "
+    "sessions), the Python `json.dumps` body, Python-side copies of the history; idle sessions are "
+    "released (4 KiB each). To close the rest: an HTTP client with less machinery per request (one "
+    "kept-alive HTTP/1.1 connection per running session over plain asyncio streams, or HTTP/2 "
+    "multiplexing), which is the provider layer's work.",
     "B2": "the step itself (3 appends + incremental derive) is small; building the request body "
     "(`wire_json()`) serialises the whole history every step, O(size of the session). To close: cache each "
     "message's serialised JSON and send the body as a list of cached chunks.",
@@ -497,7 +541,7 @@ def add_bounds(rows: list[Row]) -> None:
             r.notes.append("what bounds it: " + BOUNDS.get(r.id, "not profiled yet"))
 
 
-ROWS = [row_b1, row_b1r, row_b2, row_b3, row_b4, row_b5, row_b6, row_b7, row_b8, row_b9]
+ROWS = [row_b1, row_b1r, row_b2, row_b3, row_b4, row_b5, row_b6, row_b7, row_b8, row_b9, row_b10]
 
 
 def cpu_model() -> str:

@@ -262,9 +262,12 @@ class Workload:
     events: int
     bytes: int
     source: str
+    #: the surface messages recorded, when the builder counts them
+    messages: int | None = None
 
     def describe(self) -> str:
-        return f"{self.events:,} events, {self.bytes / 1e6:.1f} MB ({self.source})"
+        msgs = f"{self.messages:,} messages, " if self.messages else ""
+        return f"{msgs}{self.events:,} events, {self.bytes / 1e6:.1f} MB ({self.source})"
 
 
 SOURCE = "τ-bench gpt-4o-airline + Claude Code spotter sessions, repeated"
@@ -305,6 +308,82 @@ def build_log(name: str, *, min_bytes: int = 0, min_events: int = 0) -> Workload
 def log_100mb() -> Workload:
     """B1: a ~100 MB log."""
     return build_log("load", min_bytes=100_000_000)
+
+
+SMALL_SOURCE = "τ-bench + Claude Code messages cut to ~250 bytes, repeated"
+
+
+def _short(text: str, limit: int) -> str:
+    """The first ``limit`` characters of ``text``, cut at a space when there is one."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit)
+    return text[: cut if cut > limit // 2 else limit]
+
+
+def small_conversations() -> list[list[Message]]:
+    """The corpus conversations with every message cut short (~250 bytes an event line): user
+    texts and tool results to their first words, tool calls kept when their arguments are short."""
+    out = []
+    for conv in corpus_conversations():
+        small: list[Message] = []
+        for m in conv:
+            role = m["role"]
+            content = m.get("content") if isinstance(m.get("content"), str) else ""
+            if role in ("user", "system"):
+                small.append({"role": role, "content": _short(content, 110)})
+            elif role == "assistant":
+                calls = [
+                    c for c in m.get("tool_calls") or [] if len(c["function"].get("arguments") or "") <= 90
+                ]
+                msg: Message = {"role": "assistant", "content": "" if calls else _short(content, 110)}
+                if calls:
+                    msg["tool_calls"] = calls[:1]
+                small.append(msg)
+            elif role == "tool":
+                small.append({**m, "content": _short(content, 100)})
+        out.append(well_paired(small))
+    return [c for c in out if c]
+
+
+def build_small_log(min_messages: int) -> Workload:
+    """B1's second workload: ≥ ``min_messages`` small messages (user text, assistant tool call,
+    tool result), recorded with the agent loop's lifecycle events like `build_log`; cached."""
+    name = "small"
+    path = cache_dir() / f"{name}-v{WORKLOAD_VERSION}-{min_messages}.jsonl"
+    meta = path.with_suffix(".json")
+    if path.exists() and meta.exists():
+        info = json.loads(meta.read_text())
+        if info.get("bytes") == path.stat().st_size:
+            return Workload(name, path, info["events"], info["bytes"], SMALL_SOURCE, info["messages"])
+    from foldlog import Session
+
+    convs = small_conversations()
+    s = Session(id=f"bench-{name}")
+    rec = Recorder(s)
+    rec.record({"role": "system", "content": "You are a careful agent. Use the tools."}, "")
+    messages = 1
+    rep = 0
+    while messages < min_messages:
+        for conv in convs:
+            for m in conv:
+                if m["role"] != "system":
+                    rec.record(m, f"~{rep}")
+                    messages += 1
+            rec.end_turn()
+        rep += 1
+    tmp = path.with_suffix(".tmp")
+    s.save(tmp)
+    tmp.replace(path)
+    n = len(s)
+    size = path.stat().st_size
+    meta.write_text(json.dumps({"events": n, "bytes": size, "messages": messages, "repeats": rep}))
+    return Workload(name, path, n, size, SMALL_SOURCE, messages)
+
+
+def log_small_messages() -> Workload:
+    """B1, second workload: ≥ 400k small messages of ~250 bytes."""
+    return build_small_log(400_000)
 
 
 def log_100k() -> Workload:

@@ -32,10 +32,10 @@ from foldlog.errors import (
     UnsupportedFormatError,
 )
 
-__version__ = "0.1.0"
-
 # public name -> module that defines it; resolved on first attribute access (PEP 562)
 _LAZY: dict[str, str] = {
+    # written once, in Cargo.toml (the extension reports the version it was built as)
+    "__version__": "foldlog._core",
     "Session": "foldlog.log.session",
     "Tokenizer": "foldlog.log.tokens",
     "count_tokens": "foldlog.log.tokens",

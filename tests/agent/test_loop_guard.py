@@ -4,14 +4,14 @@ tests/providers/test_local_model.py."""
 
 from __future__ import annotations
 
-from tests.agent.agent_helpers import call, of_type, reply
-
 from foldlog import Agent, Options, Session, tool
 from foldlog.providers import Scripted
+from foldlog.tools.registry import Tool
 from foldlog.tools.runner import REPEAT_REFUSAL
+from tests.agent.agent_helpers import call, of_type, reply
 
 
-def _lookup_tool(runs: list[str]) -> object:
+def _lookup_tool(runs: list[str]) -> Tool:
     @tool(read_only=True)
     def lookup(key: str) -> str:
         """Look a key up."""

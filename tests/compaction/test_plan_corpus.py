@@ -5,7 +5,7 @@ group or re-summarises a digest."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(not corpus_dir().is_dir(), reason="../shared/cor
 WINDOWS = (8_000, 32_000, 128_000, 1_000_000)
 MODEL = "deepseek-v4-flash"
 
-Imported = tuple[str, tuple[Any, ...], PlanHistory, list[int]]
+Imported = tuple[str, Sequence[Any], PlanHistory, list[int]]
 
 
 @pytest.fixture(scope="module")

@@ -113,7 +113,8 @@ def test_derived_messages_are_immutable_and_incremental() -> None:
     assert second[1] is first[1], "appends do not re-project earlier messages"
     # issue 14: snapshot() is now a list of plain deep copies (was the frozen tuple itself)
     assert s.snapshot() == list(second)
-    assert json.loads(json.dumps(second)) == [dict(m) for m in second]
+    # issue 17: the history is a lazy sequence, not a tuple: json takes it as a list
+    assert json.loads(json.dumps(list(second))) == [dict(m) for m in second]
 
 
 def test_replace_resets_the_surface_and_bumps_the_version() -> None:

@@ -158,9 +158,15 @@ def test_frame_matches_json_dumps() -> None:
 
 
 def test_providers_that_rewrite_messages_use_the_python_path() -> None:
+    # issue 16: a provider that sends messages the core does not write says so with its style
     class Custom(OpenAICompatible):
-        def wire_message(self, message: Any) -> dict[str, Any]:
-            return {**message, "extra": 1}
+        def wire_style(self) -> str | None:
+            return None
+
+        def build_body(self, request: Request) -> dict[str, Any]:
+            body = super().build_body(request)
+            body["messages"] = [{**m, "extra": 1} for m in body["messages"]]
+            return body
 
     s = Session(system="hi")
     p = Custom("http://127.0.0.1:9/v1", model="m")

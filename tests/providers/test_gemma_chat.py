@@ -103,7 +103,7 @@ def test_call_lines_round_trip() -> None:
 
 def test_the_reply_grammar_parses_in_llama_cpp_and_names_only_offered_tools() -> None:
     pytest.importorskip("llama_cpp", reason="llama-cpp-python (the local extra) is not installed")
-    from llama_cpp import LlamaGrammar
+    from llama_cpp.llama_grammar import LlamaGrammar
 
     both = reply_grammar([READ])
     assert both.startswith("root ::= call | answer") and '"read_file "' in both
@@ -128,7 +128,10 @@ def test_spelled_out_special_tokens_are_cut_and_their_start_held_back() -> None:
 
 def test_a_repeated_call_is_recognised_whatever_the_spacing() -> None:
     call = {"id": "1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a"}'}}
-    history = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "", "tool_calls": [call]}]
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+    ]
     assert already_called(history, "read_file", json.dumps({"path": "a"}, separators=(",", ":")))
     assert not already_called(history, "read_file", '{"path": "b"}')
     # a new question starts afresh; the agent's bracketed notes do not

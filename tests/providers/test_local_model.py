@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-from tests.providers.local_model import require_local
 
 from foldlog import Agent, Options, Session, tool
 from foldlog.cli.agent_setup import SYSTEM_PROMPT, make_tools
@@ -20,6 +19,7 @@ from foldlog.providers import LocalLlama, Request, collect
 from foldlog.providers.gemma_chat import to_turns
 from foldlog.tools.registry import ToolRegistry
 from foldlog.tools.runner import REPEAT_REFUSAL
+from tests.providers.local_model import require_local
 
 pytestmark = [pytest.mark.slow, pytest.mark.local_model]
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from foldlog import _core
 from foldlog.errors import AuthError
 from foldlog.providers import DeepSeek, OpenAI, Request, Usage, collect
 from foldlog.providers.pricing import Price
@@ -54,7 +55,9 @@ def test_thinking_loop_response_parses_parallel_calls_and_cache_usage() -> None:
     assert sent["model"] == "deepseek-v4-flash"
     # the message to log carries reasoning_content; sent back, it stays on this tool-call turn
     msg = got.message()
-    assert ds.wire_message(msg)["reasoning_content"] == got.reasoning
+    style = ds.wire_style()
+    assert style is not None
+    assert _core.styled_messages([msg], style)[0]["reasoning_content"] == got.reasoning
 
 
 def test_reasoning_content_stripped_from_other_assistant_turns_and_when_thinking_is_off() -> None:

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.providers.local_model import require_local, require_server
 
 from foldlog.errors import ProviderError
 from foldlog.providers import LlamaServer, LocalLlama, OpenAICompatible, Request
 from foldlog.providers import local as local_mod
 from foldlog.providers.gemma_chat import EXAMPLES
+from tests.providers.local_model import require_local, require_server
 
 TOOL = {
     "type": "function",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +53,8 @@ from foldlog.tools.runner import ToolRunner
 if TYPE_CHECKING:
     from foldlog.log.session import Session
     from foldlog.providers.base import Provider, ToolCall, Usage
+
+_log = logging.getLogger("foldlog.agent")
 
 CONTINUE_PROMPT = "[The previous reply was cut off by a network error. Continue exactly where it stopped.]"
 GRACE_PROMPT = (
@@ -214,8 +217,18 @@ class Agent:
         finally:
             self._task = None
             self._cancel_requested = False
+            if self.options.release_when_idle and not self.inbox.has_work():
+                self._release_session()
             self.hooks.notify_status("idle")
         return answer
+
+    def _release_session(self) -> None:
+        """Release the idle session (`Options.release_when_idle`); a failure to do so (a store
+        that cannot be written) is logged, never raised over the run's own outcome."""
+        try:
+            self.session.release()
+        except Exception:
+            _log.warning("agent: could not release session %s", self.session.id, exc_info=True)
 
     async def compact(self, focus: str | None = None) -> None:
         """Manual compaction: forced, bypasses the stuck latch."""
@@ -254,7 +267,9 @@ class Agent:
                 if grace:
                     rec.user({"role": "user", "content": GRACE_PROMPT, "source": "grace"})
                 steps_used += 1
-                st, stream_retries = await self._request(turn, step, not (grace or answer_now), stream_retries)
+                st, stream_retries = await self._request(
+                    turn, step, not (grace or answer_now), stream_retries
+                )
                 content = "".join(st.text)
                 calls = st.calls if st.finish != "length" else []
                 rec.reply(turn, step, st, content, calls)
@@ -362,7 +377,7 @@ class Agent:
         o = self.options
         params = {"model": self._model, "max_tokens": o.max_tokens, "temperature": o.temperature}
         if self.hooks.request_hooks:
-            ctx = RequestContext(self, turn, step, tuple(self.session.derive_messages()), params)
+            ctx = RequestContext(self, turn, step, self.session.derive_messages(), params)
 
             async def default() -> dict[str, Any]:
                 return ctx.params

@@ -46,6 +46,12 @@ class Options(CompactionOptions):
     # record every stream chunk as an `assistant/chunk` event as it arrives (token-level replay);
     # the assistant message then lists them in `sourceEventSeqs`. Off: one event per reply.
     record_chunks: bool = False
+    # release the session (`Session.release`) when a run ends and the agent is idle: its events,
+    # derived messages and request caches are dropped and loaded again, from its store, at the
+    # next run. On by default: a host keeps thousands of idle sessions, and loading a log back is
+    # far cheaper than the model call that follows it (counts travel in the log: nothing is
+    # tokenized again). Off keeps the log in memory between runs (one session, a huge log).
+    release_when_idle: bool = True
 
     def __post_init__(self) -> None:
         if self.max_steps is not None and self.max_steps < 1:

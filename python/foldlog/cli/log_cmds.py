@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -107,38 +107,27 @@ def _report_load(session: Session, path: Path) -> None:
 
 
 def inspect_session(session: Any, path: Path | None = None, *, model: str | None = None) -> dict[str, Any]:
-    """Counts of the log as stored (load-time repair events excluded) and of its surface."""
+    """Counts of the log as stored (load-time repair events excluded) and of its surface: the
+    core's statistics (`Session.stats`), with the session's identity, tokens and health."""
     repair = dict(getattr(session, "repair_report", {}) or {})
-    stored = len(session.events) - int(repair.get("events_added", 0))
-    events: Sequence[Mapping[str, Any]] = session.events[:stored]
-    types = Counter(str(ev.get("type")) for ev in events)
-    surface = session.derive_messages()
-    roles = Counter(str(m.get("role")) for m in surface)
-    starts = {ev["data"].get("id") for ev in events if ev.get("type") == "compaction/start"}
-    ends = {ev["data"].get("id") for ev in events if ev.get("type") == "compaction/end"}
-    usage = Counter[str]()
-    for ev in events:
-        if ev.get("type") == "assistant/message" and isinstance(ev["data"].get("usage"), Mapping):
-            for key, value in ev["data"]["usage"].items():
-                if isinstance(value, int):
-                    usage[key] += value
-    tokens, tokenizer = surface_tokens(surface, model)
+    stats = session.stats()
+    tokens, tokenizer = surface_tokens(session.derive_messages(), model)
     report: dict[str, Any] = {
         "id": getattr(session, "id", None),
         "path": str(path) if path else getattr(session, "path", None),
-        "events": len(events),
-        "turns": types["turn/start"],
-        "steps": types["step/start"],
-        "messages": dict(sorted(roles.items())),
-        "surface_messages": len(surface),
+        "events": stats["events"],
+        "turns": stats["turns"],
+        "steps": stats["steps"],
+        "messages": stats["messages"],
+        "surface_messages": stats["surface_messages"],
         "surface_tokens": tokens,
         "tokenizer": tokenizer,
-        "tool_calls": types["tool/call"],
-        "tool_results": types["tool/result"],
-        "compactions": types["compaction/summary"],
-        "unfinished_compactions": len(starts - ends),
+        "tool_calls": stats["tool_calls"],
+        "tool_results": stats["tool_results"],
+        "compactions": stats["compactions"],
+        "unfinished_compactions": stats["unfinished_compactions"],
         "needs_repair": bool(getattr(session, "normalized_dirty", False)),
-        "usage": dict(usage),
+        "usage": stats["usage"],
     }
     if report["needs_repair"]:
         report["repair"] = {k: v for k, v in repair.items() if v}

@@ -127,3 +127,77 @@ class EventsView(Sequence[Mapping[str, Any]]):
     def types(self) -> list[str]:
         """Event types in seq order (no data decoded)."""
         return self._core.kinds()
+
+
+class MessageSequence(Sequence[Mapping[str, Any]]):
+    """Messages of the log, as a read-only sequence whose items become Python objects only when
+    read (`Session.derive_messages`, a request's messages): counting, planning and building
+    request bodies never create them. A message read twice is the same `FrozenDict`.
+
+    It compares equal to any sequence (list, tuple, another view) holding equal messages, is
+    unhashable like the messages themselves, and slices (step 1) to a view of its own.
+    """
+
+    __slots__ = ("_items", "_start", "_stop")
+
+    #: messages built per call to the core while iterating
+    CHUNK = 1024
+
+    def __init__(self, items: _core.MessageItems, start: int = 0, stop: int | None = None) -> None:
+        self._items = items
+        self._start = start
+        self._stop = len(items) if stop is None else stop
+
+    def __len__(self) -> int:
+        return self._stop - self._start
+
+    @overload
+    def __getitem__(self, index: int) -> Mapping[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Mapping[str, Any]]: ...
+    def __getitem__(self, index: int | slice) -> Mapping[str, Any] | Sequence[Mapping[str, Any]]:
+        n = len(self)
+        if isinstance(index, slice):
+            start, stop, step = index.indices(n)
+            if step == 1:
+                return MessageSequence(self._items, self._start + start, self._start + max(start, stop))
+            return tuple(self[i] for i in range(start, stop, step))
+        i = index.__index__()
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"message index {index} out of range ({n} messages)")
+        return self._items.item(self._start + i)
+
+    def __iter__(self) -> Iterator[Mapping[str, Any]]:
+        for start in range(self._start, self._stop, self.CHUNK):
+            yield from self._items.items(start, min(self._stop, start + self.CHUNK))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes | bytearray):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"MessageSequence({list(self)!r})"
+
+    def __copy__(self) -> MessageSequence:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> MessageSequence:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # a snapshot of the log cannot travel without its log: the messages go as a tuple
+        return (tuple, (tuple(self),))
+
+    def block_indexes(self) -> list[int]:
+        """Indexes of the messages whose content is a list of blocks (the others hold text
+        only), found without building the messages."""
+        return [i - self._start for i in self._items.block_indexes(self._start, self._stop)]

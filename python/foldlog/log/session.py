@@ -15,13 +15,14 @@ import os
 import secrets
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from foldlog import _core
+from foldlog import _core as _native
 from foldlog.errors import ConfigError, InvalidEventError, StorageError
-from foldlog.log.frozen import EventsView, FrozenDict, freeze, thaw
+from foldlog.log.frozen import EventsView, MessageSequence, freeze, thaw
 from foldlog.stores.base import StoreWriter
 
 if TYPE_CHECKING:
@@ -44,20 +45,18 @@ def new_session_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
 
 
-def header_line(session_id: str, meta: Mapping[str, Any] | None = None, parent: str | None = None) -> bytes:
-    header = {
-        "type": "session",
-        "version": 1,
-        "id": session_id,
-        "createdAt": now_ms(),
-        "parent": parent,
-        "meta": dict(meta or {}),
-    }
-    return json.dumps(header, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+def header_line(session_id: str, meta: Mapping[str, Any] | None = None) -> bytes:
+    """The header line of a new log (the core writes it: `_native.header_line`)."""
+    return _native.header_line(session_id, now_ms(), dict(meta or {}))
 
 
 class Session:
     """An append-only, typed event log and the chat history derived from it."""
+
+    #: the core log; ``None`` while released (see `release`)
+    _log: _native.Log | None
+    #: a released session without a store: its log's bytes, compressed
+    _released: bytes | None
 
     def __init__(
         self,
@@ -67,22 +66,19 @@ class Session:
         meta: Mapping[str, Any] | None = None,
     ) -> None:
         self.id = id or new_session_id()
-        self._core = _core.Log(self.id, now_ms(), dict(meta or {}))
         self._init_state()
+        self._log = _native.Log(self.id, now_ms(), dict(meta or {}))
         if system is not None:
             self.add({"role": "system", "content": system})
 
     def _init_state(self) -> None:
+        self._log = None
+        self._released = None
         self.path: Path | None = None
         self._writer: StoreWriter | None = None
         self._durability: Durability = "batch"
         self._lock = threading.RLock()
         self._subscribers: list[Subscriber] = []
-        self._derived: list[FrozenDict] = []
-        self._derived_gen = -1
-        # the send plan's final part as messages, for generation `_wire_gen` (see wire_messages)
-        self._wire_final: list[Mapping[str, Any]] = []
-        self._wire_gen = -1
         self.normalized_dirty = False
         self.repair_report: dict[str, Any] = {}
         self.torn_tail: dict[str, int] | None = None
@@ -97,10 +93,10 @@ class Session:
     # --- construction from storage -------------------------------------------------------
 
     @classmethod
-    def _from_core(cls, core: _core.Log, info: Mapping[str, Any], source: str) -> Session:
+    def _from_core(cls, core: _native.Log, info: Mapping[str, Any], source: str) -> Session:
         self = cls.__new__(cls)
-        self._core = core
         self._init_state()
+        self._log = core
         header = core.header
         self.id = str(header.get("id")) if header and header.get("id") else Path(source).stem
         self.torn_tail = info.get("torn")
@@ -135,7 +131,7 @@ class Session:
         a log always starts with its header; `open` is what starts one); a log from a newer
         foldlog raises `UnsupportedFormatError`.
         """
-        core, info = _core.Log.read_file(Path(path))
+        core, info = _native.Log.read_file(Path(path))
         self = cls._from_core(core, info, str(path))
         self._normalize()
         return self
@@ -143,7 +139,7 @@ class Session:
     @classmethod
     def from_bytes(cls, data: bytes, *, source: str = "<bytes>") -> Session:
         """Like `load`, from bytes (e.g. a log streamed out of a database)."""
-        core, info = _core.Log.parse(data, source, allow_empty=False)
+        core, info = _native.Log.parse(data, source, allow_empty=False)
         self = cls._from_core(core, info, source)
         self._normalize()
         return self
@@ -192,7 +188,7 @@ class Session:
             writer = store.open_writer(sid, head)
         try:
             data = writer.read_log()
-            core, info = _core.Log.parse(data, str(path or sid))
+            core, info = _native.Log.parse(data, str(path or sid))
             if info["torn"] is not None or info["missing_newline"]:
                 cut = getattr(writer, "cut_tail", None)
                 if cut is None:
@@ -266,7 +262,7 @@ class Session:
         changed on error (a message event's data is checked like `add`'s message)."""
         with self._lock:
             usage = type == "assistant/message" and isinstance(data, Mapping) and "usage" in data
-            before = len(self._sync_derived()) if usage else 0
+            before = self._core.derived_len() if usage else 0
             seq = self._core.append(
                 type,
                 data,
@@ -307,8 +303,8 @@ class Session:
     def flush(self) -> None:
         """Write the pending batch to the store and make it durable (no-op in memory)."""
         writer = self._writer
-        if writer is None:
-            return
+        if writer is None or self._log is None:
+            return  # nothing in memory (released): nothing pending
         with self._lock:
             self._count_batch()
             append_from = getattr(writer, "append_from", None)
@@ -328,7 +324,10 @@ class Session:
         if self.model is None:
             return
         try:
-            tok = self._tokenizer(self.model)
+            from foldlog.log.tokens import Tokenizer
+
+            # only exact counts are kept with the events: no calibration of the estimate here
+            tok = Tokenizer.for_model(self.model)
             if tok.exact:
                 self._core.surface_tokens(tok._counter)
         except Exception as exc:  # a tokenizer that cannot load, a message it cannot count
@@ -345,6 +344,62 @@ class Session:
             writer.close()
             self._writer = None
 
+    # --- memory ------------------------------------------------------------------------------
+
+    @property
+    def _core(self) -> _native.Log:
+        """The core log, loaded again after `release`."""
+        core = self._log
+        return core if core is not None else self._reload()
+
+    @property
+    def released(self) -> bool:
+        """Whether the session holds no log in memory now (see `release`)."""
+        return self._log is None
+
+    def release(self) -> None:
+        """Drop everything this session can rebuild — the events, the derived messages, the
+        request caches — so that an idle session holds almost nothing. The next use loads the log
+        again: from its store when it has one (after a flush: everything is stored, with the
+        token counts of its messages, so nothing is tokenized again), else from its own bytes,
+        kept compressed. Snapshots taken before (`derive_messages`) stay valid.
+
+        A file-backed session keeps its writer's lock and closes its file until the next write.
+        Safe to call at any time and more than once."""
+        with self._lock:
+            core = self._log
+            if core is None:
+                return
+            if self._writer is not None:
+                self.flush()
+                suspend = getattr(self._writer, "suspend", None)
+                if suspend is not None:
+                    suspend()
+            else:
+                self._released = zlib.compress(core.to_bytes(), 1)
+            self._log = None
+
+    def _reload(self) -> _native.Log:
+        with self._lock:
+            if self._log is not None:
+                return self._log
+            source = str(self.path or self.id)
+            if self._writer is not None:
+                path = getattr(self._writer, "path", None)
+                if isinstance(path, Path):
+                    core, info = _native.Log.read_file(path)
+                else:
+                    core, info = _native.Log.parse(self._writer.read_log(), source, allow_empty=False)
+                if info["torn"] is not None:
+                    raise StorageError(f"session {source} changed in its store while it was released")
+                core.mark_flushed(len(core))
+            else:
+                assert self._released is not None, "a released session keeps its bytes"
+                core, _ = _native.Log.parse(zlib.decompress(self._released), source)
+                self._released = None
+            self._log = core
+            return core
+
     def __enter__(self) -> Session:
         return self
 
@@ -353,7 +408,7 @@ class Session:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the whole log to a new file (atomically: temp file, fsync, rename)."""
-        _core.write_file(Path(path), self._core.to_bytes())
+        _native.write_file(Path(path), self._core.to_bytes())
 
     def subscribe(self, fn: Subscriber) -> Callable[[], None]:
         """Call ``fn(event)`` after each event is recorded. Returns a function that unsubscribes.
@@ -370,24 +425,14 @@ class Session:
 
     # --- reading ---------------------------------------------------------------------------
 
-    def derive_messages(self) -> tuple[Mapping[str, Any], ...]:
-        """The model-visible history (OpenAI chat shape), immutable. Incremental: after appends
-        only new surface nodes are projected; after a fold/replace the cache is rebuilt."""
+    def derive_messages(self) -> MessageSequence:
+        """The model-visible history (OpenAI chat shape): an immutable sequence (length,
+        indexing, slicing, iteration, equality with lists and tuples) whose items become Python
+        objects only when read — a `FrozenDict` each, the same object when read again. Taking it
+        costs no conversion of the history; incremental in the core (after appends only new
+        surface nodes are derived; after a fold/replace the derivation is redone)."""
         with self._lock:
-            return tuple(self._sync_derived())
-
-    def _sync_derived(self) -> list[FrozenDict]:
-        """The derived-message cache brought up to date (the list itself: callers copy it)."""
-        start = len(self._derived)
-        gen, total, new = self._core.derived_since(start)
-        if gen != self._derived_gen or total < start:
-            if start:
-                gen, total, new = self._core.derived_since(0)
-            self._derived = [freeze(m) for m in new]
-            self._derived_gen = gen
-        else:
-            self._derived.extend(freeze(m) for m in new)
-        return self._derived
+            return MessageSequence(self._core.derived())
 
     def snapshot(self) -> list[dict[str, Any]]:
         """The derived history as plain, mutable deep copies (dicts and lists), safe to keep and
@@ -400,27 +445,10 @@ class Session:
         (results paired to calls, named, orphans dropped, missing results filled).
 
         The list is new; the messages are the immutable derived ones wherever the normalizer left
-        them unchanged (so a request costs no conversion of the history), new frozen ones where it
-        filled or renamed a result. Use `foldlog.thaw` for mutable copies.
+        them unchanged, new frozen ones where it filled or renamed a result. Use `foldlog.thaw`
+        for mutable copies.
         """
-        with self._lock:
-            final, tail = self._wire_parts()
-            return final + tail
-
-    def _wire_parts(self) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
-        """The wire messages as the send plan's final part (a list that only grows until the
-        next rewrite, then is replaced, never changed: views of a prefix stay valid) and its tail."""
-        derived = self._sync_derived()
-        gen, start, final, tail = self._core.wire_since(max(self._wire_gen, 0), len(self._wire_final))
-        if gen != self._derived_gen:  # rewritten between the two calls: take a consistent pair
-            derived = self._sync_derived()
-            gen, start, final, tail = self._core.wire_since(max(self._wire_gen, 0), len(self._wire_final))
-        if gen != self._wire_gen or start < len(self._wire_final):
-            self._wire_final = self._wire_final[:start] if gen == self._wire_gen else []
-            self._wire_gen = gen
-        # only the new items are converted
-        self._wire_final.extend(derived[i] if isinstance(i, int) else freeze(i) for i in final)
-        return self._wire_final, [derived[i] if isinstance(i, int) else freeze(i) for i in tail]
+        return list(self.wire_request().messages)
 
     def wire_json(self) -> bytes:
         """`wire_messages()` as JSON bytes (keys sorted), joined from the core's cached
@@ -428,19 +456,16 @@ class Session:
         return self._core.wire_json()
 
     def wire_request(self, style: str = "keep") -> WireMessages:
-        """`wire_messages()` (as a read-only sequence) together with the same messages serialised
-        by the core in ``style``
-        (``"keep"``, ``"strip"``: without ``reasoning_content``, ``"with-calls"``: DeepSeek's
-        thinking mode), taken under one lock so the two agree. Each message is serialised once
-        per style and kept: a request after appends costs O(new messages) (see `foldlog.log.wire`)."""
-        from foldlog.log.wire import MessageList, WireMessages
+        """`wire_messages()` (as a read-only sequence whose items are built only when read)
+        together with the same messages serialised by the core in ``style`` (``"keep"``,
+        ``"strip"``: without ``reasoning_content``, ``"with-calls"``: DeepSeek's thinking mode),
+        taken under one lock so the two agree. Each message is serialised once per style and
+        kept: a request after appends costs O(new messages) (see `foldlog.log.wire`)."""
+        from foldlog.log.wire import WireMessages
 
         with self._lock:
-            final, tail = self._wire_parts()
-            # a view, not a copy: copying a long history would cost more than the whole step
-            messages = MessageList(final, len(final), tail)
-            segments = self._core.wire_segments(style)
-        return WireMessages(messages, segments)
+            items, segments = self._core.wire_view(style)
+        return WireMessages(MessageSequence(items), segments)
 
     def surface_seqs(self) -> list[int]:
         """The seq of the event behind each derived message."""
@@ -565,11 +590,17 @@ class Session:
         with self._lock:
             # cheap on purpose (the agent calls this every step): the calibration of estimating
             # tokenizers is derived from it only when an estimate is asked for
-            self._reported = (prompt_tokens, self.rewrite_version, len(self._sync_derived()))
+            self._reported = (prompt_tokens, self.rewrite_version, self._core.derived_len())
 
     def stats(self) -> dict[str, Any]:
-        """Counts of events, turns, steps, tool calls, surface messages by role, compactions."""
-        return self._core.stats()
+        """Counts of the log as stored (the events the load repair added are left out) and of
+        its surface: ``events``, ``types``, ``turns``, ``steps``, ``messages`` (by role),
+        ``surface_messages``, ``tool_calls``, ``tool_results``, ``compactions``,
+        ``unfinished_compactions`` and ``usage`` (summed) — computed by the core, what
+        ``foldlog log inspect`` shows."""
+        with self._lock:
+            stored = len(self._core) - int(self.repair_report.get("events_added", 0))
+            return self._core.stats(stored)
 
     def __len__(self) -> int:
         return len(self._core)

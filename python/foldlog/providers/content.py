@@ -7,10 +7,9 @@ results move to a user message). What is left to decide here is only whether the
 each block type: a provider declares ``content_types`` (``None``: anything), and a request with a
 block it cannot take fails *before* anything is sent, naming the message and the block.
 
-Finding the non-text blocks is a scan of the messages. The agent keeps one :class:`ContentScan`
-per session, which scans only the messages added since its last request (the final part of the
-send plan only grows until the next rewrite), and hands the result to the provider in
-``Request.content``; a request built by hand is scanned whole.
+Finding the non-text blocks is a scan of the messages: the agent's :class:`ContentScan` looks
+only at the messages the core says hold blocks (nothing is built for the others) and hands the
+result to the provider in ``Request.content``; a request built by hand is scanned whole.
 """
 
 from __future__ import annotations
@@ -70,33 +69,21 @@ class ContentIndex:
 
 
 class ContentScan:
-    """Indexes the non-text blocks of one session's successive requests, incrementally.
+    """Finds the non-text blocks of one session's requests. The messages of a request taken from
+    a session (a :class:`foldlog.log.frozen.MessageSequence`) say which of them hold a list of
+    blocks without being built (the core knows it from the log), so only those are looked at;
+    any other sequence is scanned whole."""
 
-    A :class:`foldlog.log.wire.MessageList` is a prefix of a list its owner only ever appends to
-    (until a rewrite replaces the list): the blocks found in that prefix are kept, and the next
-    request scans only what was appended, plus its short tail. Any other sequence is scanned whole.
-    """
-
-    __slots__ = ("_blocks", "_head", "_scanned")
-
-    def __init__(self) -> None:
-        self._head: object | None = None
-        self._scanned = 0
-        self._blocks: list[BlockRef] = []
+    __slots__ = ()
 
     def index(self, messages: Sequence[Mapping[str, Any]]) -> ContentIndex:
-        from foldlog.log.wire import MessageList
+        from foldlog.log.frozen import MessageSequence
 
-        if not isinstance(messages, MessageList):
+        if not isinstance(messages, MessageSequence):
             return ContentIndex(messages, tuple(non_text_blocks(messages)))
-        head, count, tail = messages.parts()
-        if head is not self._head or count < self._scanned:
-            self._head, self._scanned, self._blocks = head, 0, []
-        self._blocks += non_text_blocks(head, self._scanned, count)
-        self._scanned = count
-        found = list(self._blocks)
-        for ref in non_text_blocks(tail):
-            found.append(BlockRef(ref.index + count, ref.role, ref.block, ref.type))
+        found: list[BlockRef] = []
+        for i in messages.block_indexes():
+            found += non_text_blocks(messages, i, i + 1)
         return ContentIndex(messages, tuple(found))
 
 

@@ -89,23 +89,8 @@ class DeepSeek(OpenAICompatible):
         return body
 
     def wire_style(self) -> str | None:
-        cls = type(self)
-        if (
-            cls.wire_message is DeepSeek.wire_message
-            and cls.build_body is DeepSeek.build_body
-            and cls.encode_body is OpenAICompatible.encode_body
-        ):
-            # the core's "with-calls" style is exactly `wire_message` below with thinking on
-            return "with-calls" if self.sends_reasoning else "strip"
-        return None
-
-    def wire_message(self, message: Mapping[str, Any]) -> dict[str, Any]:
-        out = dict(message)
-        reasoning = out.pop("reasoning_content", None)
-        if out.get("role") == "assistant" and out.get("tool_calls") and self.sends_reasoning:
-            # required back in thinking mode; an empty string is accepted when none was recorded
-            out["reasoning_content"] = reasoning if isinstance(reasoning, str) else ""
-        return out
+        # thinking mode needs each call's reasoning back: the core's "with-calls" style
+        return "with-calls" if self.sends_reasoning else "strip"
 
     def price(self, model: str | None = None) -> Price | None:
         return self.prices.get(model or self.model)

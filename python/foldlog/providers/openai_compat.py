@@ -17,6 +17,7 @@ import ssl
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from foldlog import _core
 from foldlog.errors import (
     APIError,
     AuthError,
@@ -167,9 +168,12 @@ class OpenAICompatible:
     # --- the request body ------------------------------------------------------------------
 
     def build_body(self, request: Request) -> dict[str, Any]:
+        """The request body as a mapping, its messages as this endpoint takes them (the core's
+        `wire_style` mapping, e.g. without ``reasoning_content``)."""
+        style = self.wire_style() or "strip"
         body: dict[str, Any] = {
             "model": request.model or self.model,
-            "messages": [self.wire_message(m) for m in request.messages],
+            "messages": _core.styled_messages(list(request.messages), style) if request.messages else [],
             "stream": True,
             "stream_options": {"include_usage": True},
         }
@@ -186,46 +190,33 @@ class OpenAICompatible:
         body.update({k: v for k, v in request.params.items() if v is not None})
         return body
 
-    def wire_message(self, message: Mapping[str, Any]) -> dict[str, Any]:
-        """One message as this endpoint wants it (subclasses strip or keep provider fields)."""
-        out = dict(message)
-        out.pop("reasoning_content", None)  # only DeepSeek-style endpoints accept it back
-        return out
-
     def encode_body(self, body: Mapping[str, Any]) -> bytes:
-        # sorted keys and fixed separators: the same request prefix gives the same bytes,
-        # which is what prefix caches (DeepSeek, OpenAI) key on
-        return json.dumps(body, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode()
+        """``body`` as bytes, by the core (the only encoder of request bodies): sorted keys and
+        fixed separators, so the same request prefix gives the same bytes, which is what prefix
+        caches (DeepSeek, OpenAI) key on."""
+        return _core.encode_json(body)
 
     def wire_style(self) -> str | None:
-        """How the session core may serialise messages for this endpoint: ``"strip"`` (without
-        ``reasoning_content``, what `wire_message` does), or ``None`` when a subclass changes
-        messages or their encoding and they must go through `build_body` in Python."""
-        cls = type(self)
-        if (
-            cls.wire_message is OpenAICompatible.wire_message
-            and cls.build_body is OpenAICompatible.build_body
-            and cls.encode_body is OpenAICompatible.encode_body
-        ):
-            return "strip"
-        return None
+        """How the session core writes this endpoint's messages: ``"strip"`` (without
+        ``reasoning_content``). A subclass that sends messages the core does not write (another
+        shape, another template) returns ``None``: its `build_body` then makes them."""
+        return "strip"
 
     def encode_request(self, request: Request) -> bytes | ChunkedBody:
-        """The request body: the core's cached message segments framed by this provider's fields
-        when ``request.wire`` fits (O(new messages)), else `encode_body` of `build_body`. Both
-        give the same bytes."""
+        """The request body, written by the core: its cached message segments framed by this
+        provider's fields when ``request.wire`` fits (O(new messages)), else the messages written
+        now in the same style. A provider without a style (``wire_style() is None``) sends the
+        messages its `build_body` makes."""
+        style = self.wire_style()
+        if style is None:
+            return self.encode_body(self.build_body(request))
+        frame = self.build_body(dataclasses.replace(request, messages=(), wire=None))
         wire = request.wire
-        style = self.wire_style() if wire is not None else None
-        if (
-            wire is not None
-            and style is not None
-            and wire.style == style
-            and wire.messages is request.messages
-        ):
+        if wire is not None and wire.style == style and wire.messages is request.messages:
             from foldlog.log.wire import chunked_body
 
-            return chunked_body(wire, self.build_body(dataclasses.replace(request, messages=(), wire=None)))
-        return self.encode_body(self.build_body(request))
+            return chunked_body(wire, frame)
+        return _core.encode_request(frame, list(request.messages), style)
 
     # --- streaming -------------------------------------------------------------------------
 

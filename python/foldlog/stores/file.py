@@ -101,6 +101,11 @@ class FileStoreWriter:
         self._next_seq = None
         return n
 
+    def suspend(self) -> None:
+        """Close the session file but keep the lock (an idle, released session); the next write
+        opens it again, after checking it is what this writer left."""
+        self._core.suspend()
+
     def close(self) -> None:
         self._core.close()
 

@@ -1,8 +1,9 @@
-//! Time the core load path on a log file: read + parse + validate, repair plan, derive, send
-//! normalizer + JSON body. `cargo run --release -p foldlog-core --example load -- <file> [rounds]`
+//! Time the core load path on a log file: read + parse + validate (parallel), derive, repair
+//! plan, first request body. `cargo run --release -p foldlog-core --example load -- <file> [rounds]`
 use std::time::Instant;
 
-use foldlog_core::{reader, repair, wire};
+use foldlog_core::body::{WireBody, WireStyle};
+use foldlog_core::{reader, repair};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -10,30 +11,32 @@ fn main() {
     let rounds: usize = args.next().map_or(3, |r| r.parse().expect("rounds"));
     for _ in 0..rounds {
         let t = Instant::now();
-        let bytes = std::fs::read(&path).expect("read");
+        let mut loaded = reader::read_file(path.as_ref()).expect("a valid log");
         let t_read = t.elapsed();
-        let mut loaded = reader::read(&bytes).expect("parse");
-        let t_parse = t.elapsed();
-        let n = loaded.log.derive().len();
+        let n = loaded.log.derived_len();
         let t_derive = t.elapsed();
         let fixes = repair::plan(&mut loaded.log).len();
         let t_plan = t.elapsed();
-        let body =
-            serde_json::to_vec(&wire::normalize_for_send(loaded.log.derive())).expect("json");
+        if std::env::var_os("NO_BODY").is_some() {
+            println!("{} events, ready {:?}", loaded.log.len(), t_plan);
+            continue;
+        }
+        let body = WireBody::new(b"[", loaded.log.wire_messages(WireStyle::Keep), b"]");
         let t_wire = t.elapsed();
-        let mb = bytes.len() as f64 / 1e6;
+        let mb = std::fs::metadata(&path).expect("stat").len() as f64 / 1e6;
         println!(
-            "{mb:.1} MB, {} events, {n} messages, {fixes} fixes: read {:?}, parse {:?}, derive {:?}, \
-             plan {:?}, wire {:?} ({} B) — total {:?} = {:.0} MB/s",
+            "{mb:.1} MB, {} events, {n} messages, {fixes} fixes: read+parse {:?} ({:.0} MB/s), \
+             derive {:?}, plan {:?} — ready {:?} = {:.0} MB/s; body {:?} ({} B); heap {:.1} MB",
             loaded.log.len(),
             t_read,
-            t_parse - t_read,
-            t_derive - t_parse,
+            mb / t_read.as_secs_f64(),
+            t_derive - t_read,
             t_plan - t_derive,
+            t_plan,
+            mb / t_plan.as_secs_f64(),
             t_wire - t_plan,
             body.len(),
-            t_wire,
-            mb / t_wire.as_secs_f64()
+            loaded.log.heap_bytes() as f64 / 1e6,
         );
     }
 }

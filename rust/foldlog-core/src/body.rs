@@ -93,6 +93,38 @@ pub fn message_json(message: &Value, style: WireStyle) -> Vec<u8> {
     out
 }
 
+/// A message as `style` sends it, as a value (`message_json` parsed back: one rule).
+pub fn styled(message: &Value, style: WireStyle) -> Value {
+    serde_json::from_slice(&message_json(message, style)).unwrap_or(Value::Null)
+}
+
+/// The bytes before and after the messages of a request body (`body`'s `"messages"` is
+/// ignored): keys sorted, each `key:value` written by [`write_value`].
+pub fn frame(body: &Value) -> (Vec<u8>, Vec<u8>) {
+    let mut head = b"{".to_vec();
+    let mut tail = b"]".to_vec();
+    if let Value::Object(obj) = body {
+        let mut keys: Vec<&String> = obj.keys().filter(|k| *k != "messages").collect();
+        keys.sort_unstable();
+        for k in keys {
+            let before = k.as_str() < "messages";
+            let out = if before { &mut head } else { &mut tail };
+            if !before {
+                out.push(b',');
+            }
+            write_str(k, out);
+            out.push(b':');
+            write_value(&obj[k.as_str()], out);
+            if before {
+                out.push(b',');
+            }
+        }
+    }
+    head.extend_from_slice(br#""messages":["#);
+    tail.push(b'}');
+    (head, tail)
+}
+
 /// Any JSON value the way Python's `json.dumps(..., ensure_ascii=False, separators=(",", ":"),
 /// sort_keys=True)` writes it (keys in code point order, which is UTF-8 byte order).
 pub fn write_value(v: &Value, out: &mut Vec<u8>) {

@@ -16,7 +16,7 @@ use crate::{repair, validate, wire, writer, Error};
 
 /// The derived messages as plain values (for comparing two logs).
 fn derived(log: &mut EventLog) -> Vec<Value> {
-    log.derive().iter().map(|m| (**m).clone()).collect()
+    log.messages().iter().map(|m| (**m).clone()).collect()
 }
 
 fn event_lines(events: &[Event]) -> Vec<&str> {
@@ -82,8 +82,25 @@ pub fn reader(data: &[u8]) {
         derived(&mut log),
         "round trip changed the derivation"
     );
-    let sent = wire::normalize_for_send(log.derive());
+    check_shapes(&mut log);
+    let sent = log.normalized_messages();
     serde_json::to_vec(&sent).expect("wire messages serialise");
+}
+
+/// The send plan and the pairing read from the log's message shapes agree with the same rules
+/// run over the messages themselves.
+fn check_shapes(log: &mut EventLog) {
+    let messages = log.messages();
+    assert_eq!(
+        log.normalized_messages(),
+        wire::normalize_for_send(&messages[..]),
+        "the send plan over shapes differs from the plan over messages"
+    );
+    assert_eq!(
+        wire::unanswered_calls(&log.history()),
+        wire::unanswered_calls(&messages[..]),
+        "pairing over shapes differs from pairing over messages"
+    );
 }
 
 /// `load_normalizer`: the repair pass on whatever the reader accepts. Repairing never fails on
@@ -113,7 +130,8 @@ pub fn load_normalizer(data: &[u8]) {
     let again = repair::plan(&mut log);
     assert!(again.is_empty(), "repaired log still needs: {again:?}");
     // the repair pairs as the send normalizer does, so nothing is left for it to fill
-    let unanswered = wire::unanswered_calls(log.derive());
+    check_shapes(&mut log);
+    let unanswered = wire::unanswered_calls(&log.history());
     assert_eq!(
         unanswered,
         0,
@@ -190,7 +208,7 @@ pub fn message(data: &[u8]) {
         }
     }
     let estimate = |s: &str| s.chars().count().div_ceil(4);
-    for m in log.derive() {
+    for m in &log.messages() {
         chat::count_message_detail(chat::Family::Estimate, &estimate, m)
             .unwrap_or_else(|e| panic!("a derived message cannot be counted: {e}: {m}"));
     }
@@ -233,7 +251,7 @@ fn check_derived_content(message: &Value, log: &mut EventLog, seq: u64) {
     let Some(at) = at else {
         return; // an assistant message with neither content nor calls derives to nothing
     };
-    let derived = log.derive()[at].clone();
+    let derived = log.message(at).expect("a derived message");
     let content = &derived["content"];
     let given = message.get("content").unwrap_or(&Value::Null);
     let textual = crate::project::text_of(given).is_some();

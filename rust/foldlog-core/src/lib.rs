@@ -16,6 +16,7 @@ pub mod plan_input;
 pub mod project;
 pub mod reader;
 pub mod repair;
+pub mod shape;
 pub mod store;
 pub mod surface;
 pub mod wire;

@@ -75,7 +75,7 @@ pub fn surface_counts(log: &mut EventLog, tok: TokenizerChoice) -> Result<Vec<u3
     match tok {
         TokenizerChoice::Exact(t) => log.surface_token_counts(t),
         TokenizerChoice::Estimate(_) => log
-            .derive()
+            .messages()
             .par_iter()
             .map(|m| tok.count_message(m).map(saturate))
             .collect(),
@@ -88,8 +88,14 @@ pub fn surface_plan(
     tok: TokenizerChoice,
 ) -> Result<Vec<PlanMessage>, PlanInputError> {
     let counts = surface_counts(log, tok)?;
-    let (messages, seqs, events) = log.derived_with_events();
-    Ok(plan_messages(messages, seqs, events, &counts)?)
+    let messages = log.messages();
+    let history = log.history();
+    Ok(plan_messages(
+        &messages,
+        history.seqs(),
+        history.events(),
+        &counts,
+    )?)
 }
 
 /// The planner messages of derived `messages`: `seqs[i]` is the seq of the event behind
@@ -147,7 +153,7 @@ pub fn plan_messages(
 
 /// A digest: a `user/message` whose surface op folds part of the surface into it.
 pub fn is_digest_event(ev: &Event) -> bool {
-    ev.kind() == "user/message" && matches!(ev.surface_op, Some(SurfaceOp::Fold { .. }))
+    ev.kind() == "user/message" && matches!(ev.surface_op(), Some(SurfaceOp::Fold { .. }))
 }
 
 /// What prefix tests see: the first [`HEAD_CHARS`] characters, leading whitespace stripped,

@@ -168,8 +168,8 @@ pub fn project<'a>(ev: &Event, tool_call: impl Fn(u64) -> Option<&'a Event>) -> 
                     .map(str::to_string)
             };
             let call = || {
-                ev.sources
-                    .iter()
+                ev.sources()
+                    .into_iter()
                     .flatten()
                     .filter_map(|&s| tool_call(s))
                     .find(|e| e.kind() == "tool/call")

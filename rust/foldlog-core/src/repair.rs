@@ -12,7 +12,8 @@ use crate::error::Result;
 use crate::event::SurfaceOp;
 use crate::json_close::close_json;
 use crate::log::EventLog;
-use crate::wire::{Paired, Pairing};
+use crate::log::LogHistory;
+use crate::wire::{History, Paired, Pairing};
 
 pub const NO_RESULT: &str =
     "[no result: the previous turn was interrupted before this tool call completed]";
@@ -80,52 +81,60 @@ pub fn plan(log: &mut EventLog) -> Vec<Fix> {
 /// ids repeated across calls), so the repaired log must be planned again.
 fn plan_pass(log: &mut EventLog) -> (Vec<Fix>, bool) {
     let mut fixes = Vec::new();
-    let msgs: Vec<_> = log.derive().to_vec();
-    let seqs: Vec<u64> = log.derived_seqs().to_vec();
-    let mut pairing = Pairing::new(&msgs, 0);
-    for (i, m) in msgs.iter().enumerate() {
+    let open_turn = log.open_turn();
+    let history = log.history();
+    let seqs = history.seqs();
+    let n = history.len();
+    let mut pairing = Pairing::new(&history, 0);
+    for i in 0..n {
         // the calls the send normalizer answers: those of assistant messages
-        if m.get("role").and_then(Value::as_str) != Some("assistant") {
+        if history.role(i) != "assistant" || history.call_count(i) == 0 {
             continue;
         }
-        let Some(Value::Array(calls)) = m.get("tool_calls") else {
-            continue;
-        };
+        let (shape, _) = history.shape(i);
         let mut names = Vec::new();
-        let mut args = Vec::new();
+        let mut bad_args = Vec::new();
         let mut missing = Vec::new();
-        let mut k = 0;
-        pairing.pair_calls(i, calls, |c, paired| {
+        pairing.pair_calls(i, |k, paired| {
             let res = match paired {
                 Paired::ById(j) | Paired::ByPosition(j) => Some(j),
                 Paired::Missing => None,
             };
-            if str_at(c, &["function", "name"]).unwrap_or("").is_empty() {
-                if let Some(n) = res.and_then(|j| msgs[j].get("name").and_then(Value::as_str)) {
+            if history.call_name(i, k).is_empty() {
+                if let Some(n) = res.and_then(|j| history.result_name(j)) {
                     if !n.is_empty() {
-                        names.push((k, n.to_string()));
+                        names.push((k, n.into_owned()));
                     }
                 }
             }
-            if let Some(closed) = close_json(str_at(c, &["function", "arguments"]).unwrap_or("")) {
-                args.push((k, closed));
+            if !shape.calls()[k].args_ok {
+                bad_args.push(k);
             }
             if res.is_none() {
                 missing.push(k);
             }
-            k += 1;
         });
-        if names.is_empty() && args.is_empty() && missing.is_empty() {
+        if names.is_empty() && bad_args.is_empty() && missing.is_empty() {
             continue;
         }
-        let ids: Vec<&str> = calls
-            .iter()
-            .map(|c| str_at(c, &["id"]).unwrap_or(""))
+        let ids: Vec<String> = (0..history.call_count(i))
+            .map(|k| history.call_id(i, k).into_owned())
             .collect();
-        if !names.is_empty() || !args.is_empty() {
+        if !names.is_empty() || !bad_args.is_empty() {
+            // the closed arguments: from the message itself (built only for a fix)
+            let m = history.message(i);
+            let calls = m["tool_calls"].as_array().cloned().unwrap_or_default();
+            let args: Vec<(usize, String)> = bad_args
+                .iter()
+                .filter_map(|&k| {
+                    let text = str_at(&calls[k], &["function", "arguments"]).unwrap_or("");
+                    close_json(text).map(|closed| (k, closed))
+                })
+                .collect();
             let seq = seqs[i];
-            let mut data = log.event(seq).map(|e| e.data()).unwrap_or(Value::Null);
-            patch_calls(&mut data, &names, &args, &ids);
+            let mut data = history.events()[seq as usize].data();
+            let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+            patch_calls(&mut data, &names, &args, &id_refs);
             fixes.push(Fix::Calls {
                 seq,
                 data,
@@ -134,8 +143,8 @@ fn plan_pass(log: &mut EventLog) -> (Vec<Fix>, bool) {
             });
         }
         // placeholders go right after the results that directly follow the call group
-        let after = (i + 1..msgs.len())
-            .take_while(|&j| msgs[j].get("role").and_then(Value::as_str) == Some("tool"))
+        let after = (i + 1..n)
+            .take_while(|&j| history.role(j) == "tool")
             .last()
             .map_or(seqs[i], |j| seqs[j]);
         for k in missing {
@@ -143,30 +152,26 @@ fn plan_pass(log: &mut EventLog) -> (Vec<Fix>, bool) {
                 .iter()
                 .find(|(n, _)| *n == k)
                 .map(|(_, s)| s.clone())
-                .unwrap_or_else(|| {
-                    str_at(&calls[k], &["function", "name"])
-                        .unwrap_or("")
-                        .to_string()
-                });
+                .unwrap_or_else(|| history.call_name(i, k).into_owned());
             fixes.push(Fix::MissingResult {
                 after,
                 assistant: seqs[i],
-                call_id: ids[k].to_string(),
+                call_id: ids[k].clone(),
                 name,
             });
         }
     }
-    if let Some(t) = log.open_turn() {
+    if let Some(t) = open_turn {
         if let Some(step) = t.step {
             fixes.push(Fix::CloseStep { turn: t.turn, step });
         }
         fixes.push(Fix::CloseTurn { turn: t.turn });
     }
-    let again = placeholder_id_repeats(&msgs, &fixes);
+    let again = placeholder_id_repeats(&history, &fixes);
     (fixes, again)
 }
 
-fn placeholder_id_repeats(msgs: &[crate::log::Message], fixes: &[Fix]) -> bool {
+fn placeholder_id_repeats(history: &LogHistory<'_>, fixes: &[Fix]) -> bool {
     let mut wanted: HashMap<&str, usize> = fixes
         .iter()
         .filter_map(|f| match f {
@@ -177,12 +182,10 @@ fn placeholder_id_repeats(msgs: &[crate::log::Message], fixes: &[Fix]) -> bool {
     if wanted.is_empty() {
         return false;
     }
-    for m in msgs {
-        if let Some(Value::Array(calls)) = m.get("tool_calls") {
-            for c in calls {
-                if let Some(n) = str_at(c, &["id"]).and_then(|id| wanted.get_mut(id)) {
-                    *n += 1;
-                }
+    for i in 0..history.len() {
+        for k in 0..history.call_count(i) {
+            if let Some(n) = wanted.get_mut(history.call_id(i, k).as_ref()) {
+                *n += 1;
             }
         }
     }

@@ -22,7 +22,8 @@ pub enum Durability {
 #[derive(Debug)]
 pub struct FileWriter {
     path: PathBuf,
-    file: File,
+    /// The open session file; `None` while suspended (reopened on the next write).
+    file: Option<File>,
     _lock: File,
     /// Length the file must have before the next batch.
     len: u64,
@@ -197,7 +198,7 @@ impl FileWriter {
             .map_err(|e| io_err("cannot stat", path, e))?;
         let mut w = FileWriter {
             path: path.to_path_buf(),
-            file,
+            file: Some(file),
             _lock: lock,
             len: meta.len(),
             ino: meta.ino(),
@@ -221,10 +222,29 @@ impl FileWriter {
         &self.path
     }
 
+    /// Close the session file while keeping the lock (an idle session holds no open file: a
+    /// host with thousands of open sessions would run out of descriptors). The next write opens
+    /// it again, after the usual check that it is what this writer left.
+    pub fn suspend(&mut self) {
+        self.file = None;
+    }
+
+    fn open_file(&mut self) -> Result<&mut File> {
+        if self.file.is_none() {
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&self.path)
+                .map_err(|e| io_err("cannot reopen session file", &self.path, e))?;
+            self.file = Some(file);
+        }
+        Ok(self.file.as_mut().expect("opened above"))
+    }
+
     /// Cut the file to `len` bytes (a torn tail found on open), adding a newline when the
     /// remaining last line lacks one.
     pub fn cut_to(&mut self, len: u64, add_newline: bool) -> Result<()> {
-        self.file
+        self.open_file()?
             .set_len(len)
             .map_err(|e| io_err("cannot cut torn tail of", &self.path, e))?;
         self.len = len;
@@ -238,7 +258,7 @@ impl FileWriter {
 
     fn sync(&mut self) -> Result<()> {
         if self.durability == Durability::Batch {
-            self.file
+            self.open_file()?
                 .sync_data()
                 .map_err(|e| io_err("cannot fsync", &self.path, e))?;
         }
@@ -278,14 +298,16 @@ impl FileWriter {
             return Ok(());
         }
         if self.needs_cut {
-            self.file
-                .set_len(self.len)
+            let len = self.len;
+            self.open_file()?
+                .set_len(len)
                 .map_err(|e| io_err("cannot cut a failed batch off", &self.path, e))?;
             self.needs_cut = false;
         }
         self.check()?;
         let durable = self.durability == Durability::Batch;
-        match write_batch(&mut self.file, self.len, bytes, durable) {
+        let len = self.len;
+        match write_batch(self.open_file()?, len, bytes, durable) {
             Ok(()) => {
                 self.len += bytes.len() as u64;
                 Ok(())

@@ -1,17 +1,23 @@
 //! The surface: the ordered list of surface-event seqs the model currently sees, and the
 //! rules for changing it (`append`, `replace`, `insert`, `fold`, `reset`).
-use std::collections::HashMap;
-
 use crate::error::{Error, Result};
 use crate::event::SurfaceOp;
+
+/// `Surface::pos` of a seq that is not on the surface.
+const NOT_ON: u32 = u32::MAX;
 
 #[derive(Debug, Clone, Default)]
 pub struct Surface {
     nodes: Vec<u64>,
-    pos: HashMap<u64, usize>,
+    /// By seq (seqs are dense): the node's position, or `NOT_ON` (4 bytes an event).
+    pos: Vec<u32>,
 }
 
 impl Surface {
+    /// Bytes the surface holds (its nodes and their index).
+    pub fn heap_bytes(&self) -> usize {
+        self.nodes.capacity() * 8 + self.pos.capacity() * 4
+    }
     pub fn nodes(&self) -> &[u64] {
         &self.nodes
     }
@@ -22,10 +28,13 @@ impl Surface {
         self.nodes.is_empty()
     }
     pub fn contains(&self, seq: u64) -> bool {
-        self.pos.contains_key(&seq)
+        self.position(seq).is_some()
     }
     pub fn position(&self, seq: u64) -> Option<usize> {
-        self.pos.get(&seq).copied()
+        match self.pos.get(seq as usize) {
+            Some(&p) if p != NOT_ON => Some(p as usize),
+            _ => None,
+        }
     }
 
     fn at(&self, seq: u64, what: &str) -> Result<usize> {
@@ -81,7 +90,7 @@ impl Surface {
     pub fn apply(&mut self, seq: u64, op: &SurfaceOp, sources: &[u64]) -> Result<()> {
         match op {
             SurfaceOp::Append => {
-                self.pos.insert(seq, self.nodes.len());
+                self.set(seq, self.nodes.len());
                 self.nodes.push(seq);
                 return Ok(());
             }
@@ -118,9 +127,18 @@ impl Surface {
         Ok(())
     }
 
+    fn set(&mut self, seq: u64, at: usize) {
+        let i = seq as usize;
+        if self.pos.len() <= i {
+            self.pos.resize(i + 1, NOT_ON);
+        }
+        self.pos[i] = at as u32;
+    }
+
     fn reindex(&mut self) {
-        self.pos.clear();
-        self.pos
-            .extend(self.nodes.iter().enumerate().map(|(i, &s)| (s, i)));
+        self.pos.fill(NOT_ON);
+        for i in 0..self.nodes.len() {
+            self.set(self.nodes[i], i);
+        }
     }
 }

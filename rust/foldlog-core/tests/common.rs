@@ -40,7 +40,7 @@ pub fn load(text: &str) -> EventLog {
 }
 
 pub fn roles(log: &mut EventLog) -> Vec<String> {
-    log.derive()
+    log.messages()
         .iter()
         .map(|m| m["role"].as_str().unwrap().to_string())
         .collect()

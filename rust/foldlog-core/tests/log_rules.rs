@@ -10,7 +10,7 @@ fn seed_example_derives_user_assistant_tool() {
     assert_eq!(log.len(), 10);
     assert!(log.header().is_none(), "version 0: no header");
     assert_eq!(roles(&mut log), ["user", "assistant", "tool"]);
-    let msgs = log.derive().to_vec();
+    let msgs = log.messages().to_vec();
     assert_eq!(msgs[0]["content"], "Fix the typo in the example README.");
     assert_eq!(msgs[1]["content"], "I'll search");
     assert_eq!(msgs[1]["tool_calls"][0]["function"]["name"], "bash");
@@ -115,7 +115,10 @@ fn long_lines_load() {
         None,
     )]);
     let mut log = load(&text);
-    assert_eq!(log.derive()[0]["content"].as_str().unwrap().len(), 8 << 20);
+    assert_eq!(
+        log.messages()[0]["content"].as_str().unwrap().len(),
+        8 << 20
+    );
 }
 
 #[test]
@@ -190,7 +193,7 @@ fn surface_op_rules() {
     )
     .unwrap();
     assert_eq!(log.rewrite_version(), before + 1);
-    assert_eq!(log.derive()[0]["content"], "hi");
+    assert_eq!(log.messages()[0]["content"], "hi");
     assert_eq!(log.len(), 11, "failed appends changed nothing");
 }
 
@@ -229,7 +232,11 @@ fn fold_keeps_listed_nodes_and_places_the_digest_after_them() {
         )
         .unwrap();
     assert_eq!(log.surface().nodes(), &[2, 10, seq, 13]);
-    let contents: Vec<_> = log.derive().iter().map(|m| m["content"].clone()).collect();
+    let contents: Vec<_> = log
+        .messages()
+        .iter()
+        .map(|m| m["content"].clone())
+        .collect();
     assert_eq!(contents[1], "u0");
     assert_eq!(contents[3], "u3");
     // the folded events are still in the log
@@ -278,15 +285,19 @@ fn reset_and_insert() {
 #[test]
 fn derivation_is_incremental_and_rebuilds_after_rewrites() {
     let mut log = load(SEED);
-    assert_eq!(log.derive().len(), 3);
-    let first = log.derive()[0].clone();
+    assert_eq!(log.messages().len(), 3);
+    let first = log.messages()[0].clone();
+    let seqs = log.derived_seqs().to_vec();
     log.add_message(&json!({"role":"assistant","content":"done"}), 1)
         .unwrap();
-    assert_eq!(log.derive().len(), 4);
-    assert!(
-        std::sync::Arc::ptr_eq(&first, &log.derive()[0]),
-        "old nodes are not re-projected on append"
+    assert_eq!(log.messages().len(), 4);
+    // messages are built when read (issue 17); what derivation keeps is extended, not redone
+    assert_eq!(
+        &log.derived_seqs()[..3],
+        &seqs[..],
+        "old nodes are kept on append"
     );
+    assert_eq!(first, log.messages()[0]);
     log.append(
         "system/message",
         &json!({"content":"s"}),
@@ -303,7 +314,7 @@ fn empty_assistant_message_projects_to_nothing() {
     let mut log = load(SEED);
     log.add_message(&json!({"role":"assistant","content":""}), 1)
         .unwrap();
-    assert_eq!(log.derive().len(), 3);
+    assert_eq!(log.messages().len(), 3);
 }
 
 #[test]
@@ -360,7 +371,7 @@ fn repair_fills_empty_names_by_id() {
     );
     let report = repair::normalize_on_load(&mut log, 2).unwrap();
     assert_eq!(report.names_filled, 2);
-    let m = &log.derive()[1];
+    let m = &log.messages()[1];
     assert_eq!(m["tool_calls"][0]["function"]["name"], "ls");
     assert_eq!(m["tool_calls"][1]["function"]["name"], "grep");
     assert!(repair::plan(&mut log).is_empty(), "repair is idempotent");
@@ -373,7 +384,7 @@ fn repair_fills_empty_names_by_position_when_ids_repeat() {
         &[(None, "ls"), (None, "grep")],
     );
     repair::normalize_on_load(&mut log, 2).unwrap();
-    let m = &log.derive()[1];
+    let m = &log.messages()[1];
     assert_eq!(m["tool_calls"][0]["function"]["name"], "ls");
     assert_eq!(m["tool_calls"][1]["function"]["name"], "grep");
 }
@@ -392,7 +403,7 @@ fn repair_closes_truncated_arguments_in_every_variant() {
         let mut log = with_calls(json!([call("a", "read", cut)]), &[(Some("a"), "read")]);
         repair::normalize_on_load(&mut log, 2).unwrap();
         assert_eq!(
-            log.derive()[1]["tool_calls"][0]["function"]["arguments"],
+            log.messages()[1]["tool_calls"][0]["function"]["arguments"],
             fixed,
             "case {cut:?}"
         );
@@ -409,7 +420,7 @@ fn repair_adds_results_for_dangling_calls_next_to_their_call() {
         .unwrap();
     let report = repair::normalize_on_load(&mut log, 2).unwrap();
     assert_eq!(report.results_added, 1);
-    let msgs = log.derive().to_vec();
+    let msgs = log.messages().to_vec();
     let r: Vec<_> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
     assert_eq!(r, ["user", "assistant", "tool", "tool", "user"]);
     assert_eq!(msgs[3]["tool_call_id"], "b");
@@ -423,13 +434,13 @@ fn orphan_results_are_kept_on_load_and_dropped_on_send() {
         &[(Some("a"), "ls"), (Some("zzz"), "ghost")],
     );
     assert!(repair::plan(&mut log).is_empty());
-    assert_eq!(log.derive().len(), 4);
-    let sent = wire::normalize_for_send(log.derive());
+    assert_eq!(log.messages().len(), 4);
+    let sent = wire::normalize_for_send(&log.messages()[..]);
     assert_eq!(sent.len(), 3);
 }
 
 fn send_placeholders(log: &mut foldlog_core::EventLog) -> usize {
-    wire::unanswered_calls(log.derive())
+    wire::unanswered_calls(&log.messages()[..])
 }
 
 /// The fuzzing finding (docs/fuzzing.md): a result with a foreign id does not answer the call
@@ -445,7 +456,7 @@ fn foreign_id_result_leaves_its_call_dangling() {
     let report = repair::normalize_on_load(&mut log, 2).unwrap();
     assert_eq!(report.results_added, 1);
     assert!(report.dirty());
-    let msgs = log.derive().to_vec();
+    let msgs = log.messages().to_vec();
     assert_eq!(
         msgs.len(),
         4,
@@ -456,7 +467,7 @@ fn foreign_id_result_leaves_its_call_dangling() {
     assert_eq!(msgs[3]["content"], repair::NO_RESULT);
     assert_eq!(send_placeholders(&mut log), 0);
     assert!(repair::plan(&mut log).is_empty());
-    let sent = wire::normalize_for_send(log.derive());
+    let sent = wire::normalize_for_send(&log.messages()[..]);
     assert_eq!(sent.len(), 3, "the orphan is dropped on send");
     assert_eq!(sent[2]["tool_call_id"], "a");
 }
@@ -473,7 +484,7 @@ fn id_less_result_still_pairs_by_position() {
         report.names_filled, 1,
         "the name comes from the id-less result"
     );
-    assert_eq!(log.derive()[1]["tool_calls"][0]["function"]["name"], "ls");
+    assert_eq!(log.messages()[1]["tool_calls"][0]["function"]["name"], "ls");
     assert_eq!(send_placeholders(&mut log), 0);
 }
 
@@ -489,7 +500,7 @@ fn foreign_id_result_after_an_answered_call_is_an_orphan() {
         "b is dangling: zzz answers nothing"
     );
     assert_eq!(report.names_filled, 0, "no name from an orphan");
-    let msgs = log.derive().to_vec();
+    let msgs = log.messages().to_vec();
     let ids: Vec<_> = msgs[2..]
         .iter()
         .map(|m| m["tool_call_id"].clone())
@@ -534,7 +545,7 @@ fn open_turn_after_a_crash_is_closed_as_interrupted() {
         .collect();
     assert_eq!(kinds, ["tool/result", "step/end", "turn/end"]);
     assert_eq!(log.events()[9].data()["reason"]["kind"], "interrupted");
-    assert_eq!(log.events()[7].sources.as_deref(), Some(&[6u64][..]));
+    assert_eq!(log.events()[7].sources(), Some(&[6u64][..]));
     assert!(log.open_turn().is_none());
 }
 
@@ -544,7 +555,7 @@ fn send_normalizer_pairs_names_and_fills() {
         json!([call("a", "ls", "{}"), call("b", "cat", "{}")]),
         &[(Some("b"), "wrong"), (None, "x")],
     );
-    let sent = wire::normalize_for_send(log.derive());
+    let sent = wire::normalize_for_send(&log.messages()[..]);
     let r: Vec<_> = sent
         .iter()
         .map(|m| {
@@ -559,7 +570,7 @@ fn send_normalizer_pairs_names_and_fills() {
     assert_eq!(r[3], ("tool".into(), Some(json!("b")), Some(json!("cat"))));
     assert_eq!(sent.len(), 4);
     let mut dangling = with_calls(json!([call("a", "ls", "{}")]), &[]);
-    let sent = wire::normalize_for_send(dangling.derive());
+    let sent = wire::normalize_for_send(&dangling.messages()[..]);
     assert_eq!(sent[2]["content"], repair::NO_RESULT);
 }
 
@@ -574,5 +585,5 @@ fn repair_is_idempotent_with_shared_and_missing_ids() {
     .unwrap();
     repair::normalize_on_load(&mut log, 2).unwrap();
     let fixes = repair::plan(&mut log);
-    assert!(fixes.is_empty(), "{fixes:?} {:?}", log.derive());
+    assert!(fixes.is_empty(), "{fixes:?} {:?}", log.messages());
 }

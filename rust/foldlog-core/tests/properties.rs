@@ -74,7 +74,7 @@ proptest! {
         bytes.truncate(cut.min(bytes.len()));
         if let Ok(mut loaded) = reader::read(&bytes) {
             let _ = repair::normalize_on_load(&mut loaded.log, 1);
-            let _ = wire::normalize_for_send(loaded.log.derive());
+            let _ = wire::normalize_for_send(&loaded.log.messages()[..]);
         }
     }
 
@@ -98,7 +98,7 @@ proptest! {
         repair::normalize_on_load(&mut loaded.log, 6).unwrap();
         prop_assert!(repair::plan(&mut loaded.log).is_empty(), "second repair finds nothing");
         // whatever the log holds, what is sent pairs every call with exactly one result
-        let sent = wire::normalize_for_send(loaded.log.derive());
+        let sent = wire::normalize_for_send(&loaded.log.messages()[..]);
         prop_assert!(tool_calls_answered(&sent));
         // repaired logs still round-trip through the reader
         let again = writer::file_bytes(None, loaded.log.events());
@@ -129,7 +129,7 @@ proptest! {
         let mut cut = 0;
         for m in &msgs {
             common::record(&mut log, m, 5);
-            let derived = log.derive().to_vec();
+            let derived = log.messages().to_vec();
             let plan = wire::plan_send_from(&derived, cut);
             prop_assert!(plan.cut >= cut && plan.cut <= derived.len());
             let mut whole = stable.clone();

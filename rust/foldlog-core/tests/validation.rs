@@ -180,7 +180,7 @@ fn real_shapes_are_accepted_as_given() {
         events[4].data()["message"]["content"].is_null(),
         "None stays None in the log"
     );
-    let derived = log.derive().to_vec();
+    let derived = log.messages().to_vec();
     // text only: joined into a string as before; any non-text block: the list, unchanged
     assert_eq!(derived[2]["content"], json!(""));
     assert_eq!(derived[3]["content"], accepted[3]["content"]);
@@ -246,7 +246,7 @@ fn a_refused_replace_changes_nothing() {
         .unwrap();
     log.add_message(&json!({"role": "user", "content": "a"}), 1)
         .unwrap();
-    let before: Vec<Value> = log.derive().iter().map(|m| (**m).clone()).collect();
+    let before: Vec<Value> = log.messages().iter().map(|m| (**m).clone()).collect();
     let (len, version) = (log.len(), log.rewrite_version());
     let err = log
         .replace_messages(
@@ -265,7 +265,7 @@ fn a_refused_replace_changes_nothing() {
         err.error
     );
     assert_eq!((log.len(), log.rewrite_version()), (len, version));
-    let after: Vec<Value> = log.derive().iter().map(|m| (**m).clone()).collect();
+    let after: Vec<Value> = log.messages().iter().map(|m| (**m).clone()).collect();
     assert_eq!(after, before);
     // and a good one goes through in one piece
     let seqs = log

@@ -17,7 +17,7 @@ fn sent(messages: &[Value]) -> Vec<Value> {
     for m in messages {
         log.add_message(m, 1).unwrap();
     }
-    let out: Vec<Value> = wire::normalize_for_send(log.derive())
+    let out: Vec<Value> = wire::normalize_for_send(&log.messages()[..])
         .iter()
         .map(|m| (**m).clone())
         .collect();
@@ -88,7 +88,7 @@ fn messages_without_importer_blocks_are_sent_as_derived() {
     for m in &msgs {
         log.add_message(m, 1).unwrap();
     }
-    let plan = wire::plan_send(log.derive());
+    let plan = wire::plan_send(&log.messages()[..]);
     assert!(plan.iter().all(|s| matches!(s, wire::Sent::Same(_))));
 }
 
@@ -210,7 +210,7 @@ proptest! {
         let mut cut = 0;
         for m in &msgs {
             log.add_message(m, 1).unwrap();
-            let derived = log.derive().to_vec();
+            let derived = log.messages().to_vec();
             let plan = wire::plan_send_from(&derived, cut);
             let mut whole = stable.clone();
             whole.extend(plan.items.iter().cloned());
@@ -226,7 +226,7 @@ proptest! {
             stable.extend(items);
             cut = plan.cut;
         }
-        let out: Vec<Value> = wire::normalize_for_send(log.derive()).iter().map(|m| (**m).clone()).collect();
+        let out: Vec<Value> = wire::normalize_for_send(&log.messages()[..]).iter().map(|m| (**m).clone()).collect();
         for (k, m) in out.iter().enumerate() {
             for b in blocks(m) {
                 let t = b["type"].as_str().unwrap_or("");

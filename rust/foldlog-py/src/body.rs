@@ -5,6 +5,8 @@ use foldlog_core::body::{self, BodyCursor, WireStyle};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use crate::convert::{to_py, value_of};
+
 pub(crate) fn style_of(id: &str) -> PyResult<WireStyle> {
     WireStyle::from_id(id).ok_or_else(|| {
         pyo3::exceptions::PyValueError::new_err(format!(
@@ -104,7 +106,82 @@ impl BodyChunks {
     }
 }
 
+/// Any JSON-safe value encoded as every request body is: keys sorted, compact, UTF-8 (the only
+/// JSON encoder of request bodies).
+#[pyfunction]
+fn encode_json<'py>(py: Python<'py>, value: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    let v = value_of(value, "body")?;
+    let mut out = Vec::with_capacity(256);
+    body::write_value(&v, &mut out);
+    Ok(PyBytes::new(py, &out))
+}
+
+/// A request body: `frame` (the body without its messages) around `messages`, each written as
+/// the core writes it in `style` (what a session's cached segments hold).
+#[pyfunction]
+fn encode_request<'py>(
+    py: Python<'py>,
+    frame: &Bound<'_, PyAny>,
+    messages: Vec<Bound<'_, PyAny>>,
+    style: &str,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let style = style_of(style)?;
+    let frame = value_of(frame, "body")?;
+    let mut values = Vec::with_capacity(messages.len());
+    for (i, m) in messages.iter().enumerate() {
+        values.push(value_of(m, &format!("messages[{i}]"))?);
+    }
+    let out = py.detach(|| {
+        let segments: Vec<body::Segment> = values
+            .iter()
+            .map(|m| body::message_json(m, style).into())
+            .collect();
+        let (head, tail) = body::frame(&frame);
+        let count = segments.len();
+        let len = body::joined_len(&segments);
+        let messages = body::WireMessages {
+            style,
+            messages: body::Messages::owned(segments),
+            len,
+        };
+        debug_assert_eq!(messages.count(), count);
+        body::WireBody::new(&head, messages, &tail).to_vec()
+    });
+    Ok(PyBytes::new(py, &out))
+}
+
+/// The bytes before and after the messages of `body` (its `"messages"` value is ignored).
+#[pyfunction]
+fn encode_frame<'py>(
+    py: Python<'py>,
+    body: &Bound<'_, PyAny>,
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let v = value_of(body, "body")?;
+    let (head, tail) = body::frame(&v);
+    Ok((PyBytes::new(py, &head), PyBytes::new(py, &tail)))
+}
+
+/// `messages` as `style` sends them, as plain values (for providers that build bodies in Python).
+#[pyfunction]
+fn styled_messages<'py>(
+    py: Python<'py>,
+    messages: Vec<Bound<'_, PyAny>>,
+    style: &str,
+) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    let style = style_of(style)?;
+    let mut out = Vec::with_capacity(messages.len());
+    for (i, m) in messages.iter().enumerate() {
+        let v = value_of(m, &format!("messages[{i}]"))?;
+        out.push(to_py(py, &body::styled(&v, style))?);
+    }
+    Ok(out)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(encode_json, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_request, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_frame, m)?)?;
+    m.add_function(wrap_pyfunction!(styled_messages, m)?)?;
     m.add_class::<WireSegments>()?;
     m.add_class::<WireBody>()?;
     m.add_class::<BodyChunks>()?;

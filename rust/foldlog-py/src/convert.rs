@@ -3,7 +3,8 @@
 use foldlog_core::event::SurfaceOp;
 use foldlog_core::log::NewEvent;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 use serde_json::{Map, Number, Value};
 
 use crate::errors::invalid;
@@ -19,10 +20,9 @@ fn kind(obj: &Bound<'_, PyAny>) -> String {
 /// refused as not JSON-safe rather than escaping as a `UnicodeEncodeError`.
 fn utf8<'a>(s: &'a Bound<'_, PyString>, what: &str, path: &str) -> PyResult<&'a str> {
     s.to_str().map_err(|_| {
-        invalid(
-            s.py(),
-            format!("{path}: {what} holds a lone surrogate, which is not valid Unicode and not JSON-safe"),
-        )
+        invalid(format!(
+            "{path}: {what} holds a lone surrogate, which is not valid Unicode and not JSON-safe"
+        ))
     })
 }
 
@@ -45,33 +45,26 @@ pub fn to_value(obj: &Bound<'_, PyAny>, path: &mut String) -> PyResult<Value> {
         if let Ok(u) = obj.extract::<u64>() {
             return Ok(Value::from(u));
         }
-        return Err(invalid(
-            py,
-            format!("{path}: integer {obj} does not fit in 64 bits and would not survive JSON"),
-        ));
+        return Err(invalid(format!(
+            "{path}: integer {obj} does not fit in 64 bits and would not survive JSON"
+        )));
     }
     if obj.is_instance_of::<PyFloat>() {
         let f = obj.extract::<f64>()?;
-        return Number::from_f64(f).map(Value::Number).ok_or_else(|| {
-            invalid(
-                py,
-                format!("{path}: float {f} (NaN/Infinity) is not JSON-safe"),
-            )
-        });
+        return Number::from_f64(f)
+            .map(Value::Number)
+            .ok_or_else(|| invalid(format!("{path}: float {f} (NaN/Infinity) is not JSON-safe")));
     }
     if let Ok(d) = obj.cast::<PyDict>() {
         let mut m = Map::with_capacity(d.len());
         let base = path.len();
         for (k, v) in d.iter() {
             let Ok(key) = k.cast::<PyString>() else {
-                return Err(invalid(
-                    py,
-                    format!(
-                        "{path}: key {} is a {}, JSON keys must be strings",
-                        k.repr()?,
-                        kind(&k)
-                    ),
-                ));
+                return Err(invalid(format!(
+                    "{path}: key {} is a {}, JSON keys must be strings",
+                    k.repr()?,
+                    kind(&k)
+                )));
             };
             let key = utf8(key, "key", path)?.to_owned();
             path.push_str(&format!("[{key:?}]"));
@@ -107,13 +100,10 @@ pub fn to_value(obj: &Bound<'_, PyAny>, path: &mut String) -> PyResult<Value> {
         }
         return to_value(d.as_any(), path);
     }
-    Err(invalid(
-        py,
-        format!(
-            "{path}: a {} is not JSON-safe (use dict, list, str, int, float, bool or None)",
-            kind(obj)
-        ),
-    ))
+    Err(invalid(format!(
+        "{path}: a {} is not JSON-safe (use dict, list, str, int, float, bool or None)",
+        kind(obj)
+    )))
 }
 
 pub fn value_of(obj: &Bound<'_, PyAny>, root: &str) -> PyResult<Value> {
@@ -158,7 +148,7 @@ pub fn new_event(py: Python<'_>, ev: &Bound<'_, PyAny>, time: i64) -> PyResult<N
     let kind = env
         .get("type")
         .and_then(Value::as_str)
-        .ok_or_else(|| invalid(py, "an event needs a string \"type\" and \"data\"".into()))?;
+        .ok_or_else(|| invalid("an event needs a string \"type\" and \"data\"".into()))?;
     let surface_op = match env.get("surfaceOp") {
         None | Some(Value::Null) => None,
         Some(op) => Some(SurfaceOp::from_value(op).map_err(|e| crate::errors::to_py(py, e, None))?),
@@ -167,7 +157,7 @@ pub fn new_event(py: Python<'_>, ev: &Bound<'_, PyAny>, time: i64) -> PyResult<N
         None | Some(Value::Null) => None,
         Some(v) => Some(
             serde_json::from_value(v.clone())
-                .map_err(|_| invalid(py, "sourceEventSeqs must list seqs (integers)".into()))?,
+                .map_err(|_| invalid("sourceEventSeqs must list seqs (integers)".into()))?,
         ),
     };
     Ok(NewEvent {
@@ -177,4 +167,46 @@ pub fn new_event(py: Python<'_>, ev: &Bound<'_, PyAny>, time: i64) -> PyResult<N
         surface_op,
         sources,
     })
+}
+
+/// The read-only types recorded history is handed out as (`foldlog.log.frozen`).
+static FROZEN: PyOnceLock<(Py<PyType>, Py<PyType>)> = PyOnceLock::new();
+
+fn frozen_types(py: Python<'_>) -> PyResult<&(Py<PyType>, Py<PyType>)> {
+    FROZEN.get_or_try_init(py, || {
+        let m = py.import("foldlog.log.frozen")?;
+        let dict = m.getattr("FrozenDict")?.cast_into::<PyType>()?.unbind();
+        let list = m.getattr("FrozenList")?.cast_into::<PyType>()?.unbind();
+        Ok((dict, list))
+    })
+}
+
+/// A JSON value as read-only Python objects (`FrozenDict`, `FrozenList`), built directly: the
+/// items are set through the C API of `dict` and `list`, below the classes' refusals.
+pub fn to_py_frozen<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+    let (dict_type, list_type) = frozen_types(py)?;
+    fn build<'py>(
+        py: Python<'py>,
+        v: &Value,
+        types: (&Bound<'py, PyType>, &Bound<'py, PyType>),
+    ) -> PyResult<Bound<'py, PyAny>> {
+        match v {
+            Value::Array(items) => {
+                let l = types.1.call0()?.cast_into::<PyList>()?;
+                for x in items {
+                    l.append(build(py, x, types)?)?;
+                }
+                Ok(l.into_any())
+            }
+            Value::Object(m) => {
+                let d = types.0.call0()?.cast_into::<PyDict>()?;
+                for (k, x) in m {
+                    d.set_item(k, build(py, x, types)?)?;
+                }
+                Ok(d.into_any())
+            }
+            other => to_py(py, other),
+        }
+    }
+    build(py, v, (dict_type.bind(py), list_type.bind(py)))
 }

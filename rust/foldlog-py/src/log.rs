@@ -1,32 +1,42 @@
-//! `foldlog._core.Log` and `FileWriter`: the event log and the JSONL file writer.
+//! `foldlog._core.Log`: the event log.
 use std::path::PathBuf;
-use std::sync::{Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 
+use foldlog_core::body::WireStyle;
 use foldlog_core::event::{Event, Header, SurfaceOp};
 use foldlog_core::log::EventLog;
-use foldlog_core::store::{Durability, FileWriter as CoreWriter};
+use foldlog_core::tokens::TokenizerChoice;
 use foldlog_core::{plan_input, reader, repair, wire, writer};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use serde_json::Value;
 
 use crate::body::{style_of, WireSegments};
-use crate::convert::{new_event, to_py, value_of};
-use crate::errors::{batch_to_py, detached, to_py as err_to_py, with_index};
-use crate::plan::{plan_error, PyPlanHistory};
-use crate::tokens::{to_py as tokens_to_py, PyTokenCounter};
-use foldlog_core::body::WireStyle;
-use foldlog_core::tokens::TokenizerChoice;
+use crate::convert::{new_event, to_py, to_py_frozen, value_of};
+use crate::errors::{
+    batch_to_py, detached, plan_error, poisoned, to_py as err_to_py, tokens_to_py, with_index,
+};
+use crate::messages::{Entry, MessageItems, Objects};
+use crate::plan::PyPlanHistory;
+use crate::tokens::PyTokenCounter;
+use crate::writer::FileWriter;
 
 /// The session event log. Frozen with interior locking: one writer, many reader threads;
 /// a reader never sees a half-appended event.
 #[pyclass(frozen, module = "foldlog._core")]
 pub struct Log {
     inner: RwLock<EventLog>,
+    /// The Python objects of the messages read so far (see `messages.rs`).
+    pub(crate) objects: Objects,
 }
 
-fn poisoned<T>(_: T) -> PyErr {
-    pyo3::exceptions::PyRuntimeError::new_err("foldlog log lock poisoned by a panic")
+impl Log {
+    fn of(log: EventLog) -> Log {
+        Log {
+            inner: RwLock::new(log),
+            objects: Objects::default(),
+        }
+    }
 }
 
 fn list_of<'py>(
@@ -43,7 +53,7 @@ fn list_of<'py>(
 // Locks are only ever taken with the GIL released: a thread blocked on the lock while holding
 // the GIL would deadlock with a lock holder that needs the GIL back.
 impl Log {
-    fn with_read<R: Send>(
+    pub(crate) fn with_read<R: Send>(
         &self,
         py: Python<'_>,
         f: impl Send + FnOnce(&EventLog) -> R,
@@ -51,7 +61,7 @@ impl Log {
         py.detach(|| self.inner.read().map(|g| f(&g)).map_err(|_| ()))
             .map_err(poisoned)
     }
-    fn with_write<R: Send>(
+    pub(crate) fn with_write<R: Send>(
         &self,
         py: Python<'_>,
         f: impl Send + FnOnce(&mut EventLog) -> R,
@@ -75,12 +85,7 @@ fn load_result(py: Python<'_>, loaded: reader::Loaded) -> PyResult<(Log, Py<PyAn
         }
         None => info.set_item("torn", py.None())?,
     }
-    Ok((
-        Log {
-            inner: RwLock::new(loaded.log),
-        },
-        info.into_any().unbind(),
-    ))
+    Ok((Log::of(loaded.log), info.into_any().unbind()))
 }
 
 #[pymethods]
@@ -99,9 +104,7 @@ impl Log {
         };
         let _ = py;
         let header = header_id.map(|id| Header::new(id, created_at, &meta));
-        Ok(Log {
-            inner: RwLock::new(EventLog::new(header)),
-        })
+        Ok(Log::of(EventLog::new(header)))
     }
 
     /// Parse a whole log from bytes (GIL released). Returns `(log, info)`; `info` tells
@@ -131,12 +134,7 @@ impl Log {
     #[staticmethod]
     fn read_file(py: Python<'_>, path: PathBuf) -> PyResult<(Log, Py<PyAny>)> {
         let shown = path.display().to_string();
-        let loaded = detached(py, Some(&shown), || {
-            let bytes = std::fs::read(&path).map_err(|e| {
-                foldlog_core::Error::storage(format!("cannot read {}: {e}", path.display()))
-            })?;
-            reader::read_stored(&bytes)
-        })?;
+        let loaded = detached(py, Some(&shown), || reader::read_file(&path))?;
         load_result(py, loaded)
     }
 
@@ -258,24 +256,22 @@ impl Log {
             .map_err(|e| batch_to_py(py, e))
     }
 
-    /// Derived messages from index `start`, with the generation they belong to:
-    /// `(rewrite_version, total, messages[start:])`.
-    fn derived_since<'py>(
-        &self,
-        py: Python<'py>,
-        start: usize,
-    ) -> PyResult<(u64, usize, Bound<'py, PyList>)> {
-        // only the new messages are copied out: a step on a long session stays O(new)
-        let (gen, total, msgs) = self.with_write(py, |log| {
-            let gen = log.rewrite_version();
-            let all = log.derive();
-            (gen, all.len(), all[start.min(all.len())..].to_vec())
-        })?;
-        let out = PyList::empty(py);
-        for m in &msgs {
-            out.append(to_py(py, m)?)?;
-        }
-        Ok((gen, total, out))
+    /// The derived messages as they are now (a snapshot), built as Python objects when read.
+    fn derived(slf: &Bound<'_, Self>) -> PyResult<MessageItems> {
+        let py = slf.py();
+        let seqs = slf
+            .get()
+            .with_write(py, |log| log.derived_seqs().to_vec())?;
+        let entries: Arc<[Entry]> = seqs.into_iter().map(Entry::Seq).collect();
+        Ok(MessageItems {
+            log: slf.clone().unbind(),
+            entries,
+        })
+    }
+
+    /// How many messages the surface derives (none is built).
+    fn derived_len(&self, py: Python<'_>) -> PyResult<usize> {
+        self.with_write(py, |log| log.derived_len())
     }
 
     /// Seq of the event behind each derived message.
@@ -288,47 +284,51 @@ impl Log {
         self.with_read(py, |log| log.surface().nodes().to_vec())
     }
 
-    /// What a request would carry: the derived messages after the strict send normalizer.
+    /// The send normalizer run over the whole history (no incremental plan): plain values.
     fn wire_messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let sent = self.with_write(py, |log| wire::normalize_for_send(log.derive()))?;
-        list_of(py, sent.iter().map(|m| (**m).clone()))
+        let sent = self.with_write(py, |log| log.normalized_messages())?;
+        let out = PyList::empty(py);
+        for m in &sent {
+            out.append(to_py(py, m)?)?;
+        }
+        Ok(out)
     }
 
-    /// The send normalizer as a plan over the derived messages, kept incrementally:
-    /// `(rewrite_version, start, final_items, tail_items)`. The plan is the final items of the
-    /// generation (which never change until the next rewrite) followed by the tail; the caller
-    /// says it holds the first `known` final items of generation `gen`, and gets the rest from
-    /// `start` (0 when the generation moved on). An item is the index of a derived message sent
-    /// as it is, or a new message dict (a filled or renamed result).
-    #[allow(clippy::type_complexity)]
-    fn wire_since<'py>(
-        &self,
-        py: Python<'py>,
-        gen: u64,
-        known: usize,
-    ) -> PyResult<(u64, usize, Bound<'py, PyList>, Bound<'py, PyList>)> {
-        let (now, start, fresh, tail) = self.with_write(py, |log| {
+    /// The next request's messages (the derived messages after the strict send normalizer) and
+    /// the same messages serialised in `style` ("keep", "strip" or "with-calls"), taken under one
+    /// lock so the two agree. Only what is new since the last request is planned and serialised
+    /// (the GIL released); no message is built as a Python object until it is read.
+    fn wire_view(slf: &Bound<'_, Self>, style: &str) -> PyResult<(MessageItems, WireSegments)> {
+        let py = slf.py();
+        let style = style_of(style)?;
+        let (items, segments) = slf.get().with_write(py, |log| {
+            let segments = log.wire_messages(style);
             let tail = log.update_send();
-            let now = log.rewrite_version();
-            let items = log.send_items();
-            let start = if now == gen {
-                known.min(items.len())
-            } else {
-                0
-            };
-            (now, start, items[start..].to_vec(), tail)
+            let seqs = log.derived_seqs().to_vec();
+            let items: Vec<wire::Sent> = log.send_items().iter().cloned().chain(tail).collect();
+            (
+                items
+                    .into_iter()
+                    .map(|s| match s {
+                        wire::Sent::Same(i) => Ok(seqs[i]),
+                        wire::Sent::New(m) => Err(m),
+                    })
+                    .collect::<Vec<_>>(),
+                segments,
+            )
         })?;
-        let convert = |items: Vec<wire::Sent>| -> PyResult<Bound<'py, PyList>> {
-            let out = PyList::empty(py);
-            for item in items {
-                match item {
-                    wire::Sent::Same(i) => out.append(i)?,
-                    wire::Sent::New(m) => out.append(to_py(py, &m)?)?,
-                }
-            }
-            Ok(out)
+        let mut entries = Vec::with_capacity(items.len());
+        for item in items {
+            entries.push(match item {
+                Ok(seq) => Entry::Seq(seq),
+                Err(m) => Entry::New(to_py_frozen(py, &m)?.unbind()),
+            });
+        }
+        let messages = MessageItems {
+            log: slf.clone().unbind(),
+            entries: entries.into(),
         };
-        Ok((now, start, convert(fresh)?, convert(tail)?))
+        Ok((messages, WireSegments { inner: segments }))
     }
 
     /// Exact tokens of the surface's messages with `counter`, each event counted once and cached
@@ -339,7 +339,7 @@ impl Log {
         };
         self.with_write(py, |log| log.surface_tokens(tok))?
             .map(Some)
-            .map_err(|e| tokens_to_py(py, e))
+            .map_err(tokens_to_py)
     }
 
     /// `(tokens, estimated_messages)` of the surface's messages with `counter` (the same
@@ -355,7 +355,7 @@ impl Log {
         };
         self.with_write(py, |log| log.surface_token_total(tok))?
             .map(|t| Some((t.tokens, t.estimated_messages)))
-            .map_err(|e| tokens_to_py(py, e))
+            .map_err(tokens_to_py)
     }
 
     /// Events whose count for the current tokenizer is known (from the log or counted).
@@ -375,7 +375,7 @@ impl Log {
         };
         self.with_write(py, |log| log.surface_token_counts(tok))?
             .map(Some)
-            .map_err(|e| tokens_to_py(py, e))
+            .map_err(tokens_to_py)
     }
 
     /// The planner's view of the derived messages counted with `counter` (the only builder of
@@ -387,8 +387,8 @@ impl Log {
         let built = self.with_write(py, |log| plan_input::surface_plan(log, tok))?;
         match built {
             Ok(messages) => Ok(PyPlanHistory::from_messages(messages)),
-            Err(plan_input::PlanInputError::Tokens(e)) => Err(tokens_to_py(py, e)),
-            Err(plan_input::PlanInputError::Plan(e)) => Err(plan_error(py, e)),
+            Err(plan_input::PlanInputError::Tokens(e)) => Err(tokens_to_py(e)),
+            Err(plan_input::PlanInputError::Plan(e)) => Err(plan_error(e)),
         }
     }
 
@@ -535,170 +535,41 @@ impl Log {
         Ok(PyBytes::new(py, &bytes))
     }
 
-    /// Counts for `foldlog log inspect`.
-    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let v = self.with_write(py, stats_of)?;
+    /// Statistics of the first `stored` events and of the surface (`foldlog log inspect`).
+    #[pyo3(signature = (stored=usize::MAX))]
+    fn stats<'py>(&self, py: Python<'py>, stored: usize) -> PyResult<Bound<'py, PyAny>> {
+        let v = self.with_write(py, |log| log.stats(stored).to_value())?;
         to_py(py, &v)
     }
-}
 
-fn stats_of(log: &mut EventLog) -> Value {
-    let mut by_type = serde_json::Map::new();
-    let (mut turns, mut steps, mut tool_calls, mut compactions) = (0u64, 0u64, 0u64, 0u64);
-    for e in log.events() {
-        let k = e.kind();
-        let c = by_type.get(k).and_then(Value::as_u64).unwrap_or(0);
-        by_type.insert(k.to_string(), Value::from(c + 1));
-        match k {
-            "turn/start" => turns += 1,
-            "step/start" => steps += 1,
-            "tool/call" => tool_calls += 1,
-            "compaction/summary" => compactions += 1,
-            _ => {}
-        }
+    /// Bytes the log holds in memory: its buffers, events, derivation and caches.
+    fn heap_bytes(&self, py: Python<'_>) -> PyResult<usize> {
+        self.with_read(py, |log| log.heap_bytes())
     }
-    if tool_calls == 0 {
-        // logs recorded as plain messages have no tool/call events: count the calls they hold
-        tool_calls = log
-            .events()
-            .iter()
-            .filter(|e| e.kind() == "assistant/message" && e.surface_op == Some(SurfaceOp::Append))
-            .map(|e| foldlog_core::project::calls_of(&e.data()["message"], e.seq).len() as u64)
-            .sum();
-    }
-    let msgs = log.derive().to_vec();
-    let mut roles = serde_json::Map::new();
-    for m in &msgs {
-        let r = m.get("role").and_then(Value::as_str).unwrap_or("?");
-        let c = roles.get(r).and_then(Value::as_u64).unwrap_or(0);
-        roles.insert(r.to_string(), Value::from(c + 1));
-    }
-    serde_json::json!({
-        "events": log.len(),
-        "types": by_type,
-        "turns": turns,
-        "steps": steps,
-        "tool_calls": tool_calls,
-        "messages": roles,
-        "surface_messages": msgs.len(),
-        "compactions": compactions,
-        "rewrite_version": log.rewrite_version(),
-        "open_turn": log.open_turn().is_some(),
-        "open_compaction": log.open_compaction(),
-        "needs_repair": !repair::plan(log).is_empty(),
-    })
-}
-
-/// The JSONL file writer: holds the session's lock until closed.
-#[pyclass(frozen, module = "foldlog._core")]
-pub struct FileWriter {
-    inner: Mutex<Option<CoreWriter>>,
-}
-
-impl FileWriter {
-    /// Run `f` on the open writer, without the GIL (see `Log::with_write`).
-    fn with_open(
-        &self,
-        py: Python<'_>,
-        f: impl Send + FnOnce(&mut CoreWriter) -> foldlog_core::Result<()>,
-    ) -> PyResult<()> {
-        detached(py, None, || {
-            let mut g = self
-                .inner
-                .lock()
-                .map_err(|_| foldlog_core::Error::storage("writer lock poisoned"))?;
-            let w = g
-                .as_mut()
-                .ok_or_else(|| foldlog_core::Error::storage("the session file is closed"))?;
-            f(w)
-        })
-    }
-}
-
-#[pymethods]
-impl FileWriter {
-    /// Take the lock and open (or create with `header_line`) the file. Returns `(writer, bytes)`.
-    #[staticmethod]
-    #[pyo3(signature = (path, header_line, durable=true))]
-    fn open<'py>(
-        py: Python<'py>,
-        path: PathBuf,
-        header_line: &str,
-        durable: bool,
-    ) -> PyResult<(FileWriter, Bound<'py, PyBytes>)> {
-        let shown = path.display().to_string();
-        let durability = if durable {
-            Durability::Batch
-        } else {
-            Durability::None
-        };
-        let (w, bytes) = detached(py, Some(&shown), || {
-            CoreWriter::open(&path, header_line, durability)
-        })?;
-        Ok((
-            FileWriter {
-                inner: Mutex::new(Some(w)),
-            },
-            PyBytes::new(py, &bytes),
-        ))
-    }
-
-    /// Cut a torn tail found on open.
-    fn cut_to(&self, py: Python<'_>, len: u64, add_newline: bool) -> PyResult<()> {
-        self.with_open(py, |w| w.cut_to(len, add_newline))
-    }
-
-    /// Append bytes as one durable batch.
-    fn append(&self, py: Python<'_>, data: &Bound<'_, PyBytes>) -> PyResult<()> {
-        let bytes = data.as_bytes();
-        self.with_open(py, |w| w.append(bytes))
-    }
-
-    /// Release the lock and close the file.
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| {
-            self.inner
-                .lock()
-                .map(|mut g| drop(g.take()))
-                .map_err(|_| ())
-        })
-        .map_err(poisoned)
-    }
-
-    #[getter]
-    fn closed(&self, py: Python<'_>) -> PyResult<bool> {
-        py.detach(|| self.inner.lock().map(|g| g.is_none()).map_err(|_| ()))
-            .map_err(poisoned)
-    }
-}
-
-/// Write a whole new file atomically (temp file, fsync, rename).
-#[pyfunction]
-pub fn write_file(py: Python<'_>, path: PathBuf, data: &Bound<'_, PyBytes>) -> PyResult<()> {
-    let shown = path.display().to_string();
-    let bytes = data.as_bytes();
-    detached(py, Some(&shown), || {
-        foldlog_core::store::write_new(&path, bytes)
-    })
-}
-
-/// `pid …@host` of this process, as lock files name it.
-#[pyfunction]
-pub fn holder_name() -> String {
-    foldlog_core::store::holder_name()
-}
-
-/// Close a half-streamed JSON text (`None` when it needs no change).
-#[pyfunction]
-pub fn close_json(text: &str) -> Option<String> {
-    foldlog_core::json_close::close_json(text)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Log>()?;
-    m.add_class::<FileWriter>()?;
-    m.add_function(wrap_pyfunction!(write_file, m)?)?;
-    m.add_function(wrap_pyfunction!(holder_name, m)?)?;
-    m.add_function(wrap_pyfunction!(close_json, m)?)?;
+    m.add_class::<MessageItems>()?;
+    m.add_function(wrap_pyfunction!(header_line, m)?)?;
     Ok(())
+}
+
+/// The header line of a new log file (without its newline): the core writes every header.
+#[pyfunction]
+#[pyo3(signature = (session_id, created_at, meta=None))]
+pub fn header_line<'py>(
+    py: Python<'py>,
+    session_id: &str,
+    created_at: i64,
+    meta: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let meta = match meta {
+        Some(m) => value_of(m, "meta")?,
+        None => Value::Null,
+    };
+    Ok(PyBytes::new(
+        py,
+        Header::new(session_id, created_at, &meta).line.as_bytes(),
+    ))
 }

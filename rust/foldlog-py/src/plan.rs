@@ -5,6 +5,7 @@ use foldlog_core::plan::{self, KeepPolicy, Plan, PlanConfig, PlanError, PlanMess
 use foldlog_core::project;
 
 use crate::convert::value_of;
+use crate::errors::{compaction_error, plan_error};
 use pyo3::prelude::*;
 
 const DIGEST: u8 = 1;
@@ -12,31 +13,15 @@ const USER_MARKED: u8 = 2;
 const ERROR_RESULT: u8 = 4;
 const ELIDED: u8 = 8;
 
-fn compaction_error(py: Python<'_>, msg: String) -> PyErr {
-    match py
-        .import("foldlog.errors")
-        .and_then(|m| m.getattr("CompactionError"))
-        .and_then(|cls| cls.call1((msg,)))
-    {
-        Ok(err) => PyErr::from_value(err),
-        Err(e) => e,
-    }
-}
-
-pub(crate) fn plan_error(py: Python<'_>, e: PlanError) -> PyErr {
-    compaction_error(py, e.to_string())
-}
-
-fn role_from_code(py: Python<'_>, code: char, index: usize) -> PyResult<Role> {
+fn role_from_code(code: char, index: usize) -> PyResult<Role> {
     match code {
         's' => Ok(Role::System),
         'u' => Ok(Role::User),
         'a' => Ok(Role::Assistant),
         't' => Ok(Role::Tool),
-        other => Err(compaction_error(
-            py,
-            format!("message {index}: unknown role code {other:?} (expected one of s, u, a, t)"),
-        )),
+        other => Err(compaction_error(format!(
+            "message {index}: unknown role code {other:?} (expected one of s, u, a, t)"
+        ))),
     }
 }
 
@@ -164,7 +149,7 @@ impl PyPlanHistory {
         caller: Option<u32>,
         nbytes: u32,
     ) -> PyResult<()> {
-        let role = Role::parse(role).map_err(|e| Python::attach(|py| plan_error(py, e)))?;
+        let role = Role::parse(role).map_err(plan_error)?;
         self.lock().push(PlanMessage {
             tokens,
             role,
@@ -184,7 +169,6 @@ impl PyPlanHistory {
     #[pyo3(signature = (roles, tokens, flags=None, callers=None, nbytes=None))]
     fn extend(
         &self,
-        py: Python<'_>,
         roles: &str,
         tokens: Vec<u32>,
         flags: Option<Vec<u8>>,
@@ -200,16 +184,14 @@ impl PyPlanHistory {
         ];
         for (name, len) in lengths {
             if len != n {
-                return Err(compaction_error(
-                    py,
-                    format!("{name} has {len} entries but tokens has {n}: every column needs one per message"),
+                return Err(compaction_error(format!("{name} has {len} entries but tokens has {n}: every column needs one per message"),
                 ));
             }
         }
         let mut batch = Vec::with_capacity(n);
         let base = self.lock().len();
         for (k, code) in roles.chars().enumerate() {
-            let role = role_from_code(py, code, base + k)?;
+            let role = role_from_code(code, base + k)?;
             batch.push(message(
                 role,
                 tokens[k],
@@ -224,16 +206,13 @@ impl PyPlanHistory {
 
     /// The same facts with other token counts (one per message): for a benchmark that gives
     /// every side the same counts, or a test that chooses them.
-    fn with_tokens(&self, py: Python<'_>, tokens: Vec<u32>) -> PyResult<PyPlanHistory> {
+    fn with_tokens(&self, tokens: Vec<u32>) -> PyResult<PyPlanHistory> {
         let messages = self.lock();
         if tokens.len() != messages.len() {
-            return Err(plan_error(
-                py,
-                PlanError::CountsMismatch {
-                    messages: messages.len(),
-                    counts: tokens.len(),
-                },
-            ));
+            return Err(plan_error(PlanError::CountsMismatch {
+                messages: messages.len(),
+                counts: tokens.len(),
+            }));
         }
         let messages = messages
             .iter()
@@ -320,14 +299,14 @@ impl PyPlanHistory {
             min_recent_keep,
             pinned_user_turn_tokens,
             min_fold_tokens,
-            keep_policy: KeepPolicy::parse(keep_policy).map_err(|e| plan_error(py, e))?,
+            keep_policy: KeepPolicy::parse(keep_policy).map_err(plan_error)?,
             force,
             prune_min_bytes,
         };
         let result = py.detach(|| plan::plan(&self.lock(), &cfg));
         match result {
             Ok(inner) => Ok(PyCompactionPlan { inner }),
-            Err(e) => Err(plan_error(py, e)),
+            Err(e) => Err(plan_error(e)),
         }
     }
 
@@ -336,19 +315,15 @@ impl PyPlanHistory {
     #[pyo3(signature = (plan, prune_min_bytes=1_024))]
     fn prune_candidates(
         &self,
-        py: Python<'_>,
         plan: &PyCompactionPlan,
         prune_min_bytes: u64,
     ) -> PyResult<Vec<usize>> {
         let messages = self.lock();
         if let Some(&bad) = plan.inner.fold.iter().find(|&&i| i >= messages.len()) {
-            return Err(compaction_error(
-                py,
-                format!(
-                    "the plan names message {bad} but the history has {} messages",
-                    messages.len()
-                ),
-            ));
+            return Err(compaction_error(format!(
+                "the plan names message {bad} but the history has {} messages",
+                messages.len()
+            )));
         }
         let cfg = PlanConfig {
             prune_min_bytes,

@@ -3,20 +3,9 @@ use foldlog_core::tokens::{
     Calibration, Encoding, Estimate, TokenError, Tokenizer, TokenizerChoice,
 };
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
 
-/// Raises the `foldlog.errors` class that fits `err`, with its message.
-pub(crate) fn to_py(py: Python<'_>, err: TokenError) -> PyErr {
-    let class = match err {
-        TokenError::BadMessage(_) => "InvalidEventError",
-        _ => "TokenizerError",
-    };
-    let build = || -> PyResult<PyErr> {
-        let cls = py.import("foldlog.errors")?.getattr(class)?;
-        Ok(PyErr::from_value(cls.call1((err.to_string(),))?))
-    };
-    build().unwrap_or_else(|e| e)
-}
+use crate::errors::tokens_to_py;
+use pyo3::types::PyBytes;
 
 /// The estimate at `tokens_per_char` (a positive number; default 0.25).
 fn estimate(tokens_per_char: Option<f64>) -> PyResult<Estimate> {
@@ -37,9 +26,9 @@ pub struct PyTokenCounter {
     pub(crate) inner: TokenizerChoice,
 }
 
-fn parse_json(py: Python<'_>, text: &str) -> PyResult<serde_json::Value> {
+fn parse_json(text: &str) -> PyResult<serde_json::Value> {
     serde_json::from_str(text)
-        .map_err(|e| to_py(py, TokenError::BadMessage(format!("not JSON: {e}"))))
+        .map_err(|e| tokens_to_py(TokenError::BadMessage(format!("not JSON: {e}"))))
 }
 
 #[pymethods]
@@ -50,7 +39,7 @@ impl PyTokenCounter {
     fn for_model(py: Python<'_>, model: &str, tokens_per_char: Option<f64>) -> PyResult<Self> {
         let choice = py
             .detach(|| Tokenizer::for_model(model))
-            .map_err(|e| to_py(py, e))?;
+            .map_err(tokens_to_py)?;
         let inner = match choice {
             TokenizerChoice::Estimate(_) => TokenizerChoice::Estimate(estimate(tokens_per_char)?),
             exact => exact,
@@ -73,16 +62,11 @@ impl PyTokenCounter {
     #[staticmethod]
     fn for_encoding(py: Python<'_>, id: &str) -> PyResult<Self> {
         let enc = Encoding::from_id(id).ok_or_else(|| {
-            to_py(
-                py,
-                TokenError::Unsupported(format!(
-                    "unknown encoding {id:?} (deepseek-v4, cl100k, o200k)"
-                )),
-            )
+            tokens_to_py(TokenError::Unsupported(format!(
+                "unknown encoding {id:?} (deepseek-v4, cl100k, o200k)"
+            )))
         })?;
-        let t = py
-            .detach(|| Tokenizer::get(enc))
-            .map_err(|e| to_py(py, e))?;
+        let t = py.detach(|| Tokenizer::get(enc)).map_err(tokens_to_py)?;
         Ok(PyTokenCounter {
             inner: TokenizerChoice::Exact(t),
         })
@@ -107,8 +91,7 @@ impl PyTokenCounter {
     }
 
     fn encode(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
-        py.detach(|| self.inner.encode(text))
-            .map_err(|e| to_py(py, e))
+        py.detach(|| self.inner.encode(text)).map_err(tokens_to_py)
     }
 
     fn count(&self, py: Python<'_>, text: &str) -> usize {
@@ -127,28 +110,28 @@ impl PyTokenCounter {
 
     /// Tokens of one chat message given as JSON text.
     fn count_message_json(&self, py: Python<'_>, message: &str) -> PyResult<usize> {
-        let value = parse_json(py, message)?;
+        let value = parse_json(message)?;
         py.detach(|| self.inner.count_message(&value))
-            .map_err(|e| to_py(py, e))
+            .map_err(tokens_to_py)
     }
 
     /// `(tokens, estimated)` of one chat message given as JSON text: `estimated` when part of
     /// the count is the estimate of non-text content (or the counter is the estimate).
     fn count_message_detail_json(&self, py: Python<'_>, message: &str) -> PyResult<(usize, bool)> {
-        let value = parse_json(py, message)?;
+        let value = parse_json(message)?;
         py.detach(|| self.inner.count_message_detail(&value))
             .map(|c| (c.tokens, c.estimated))
-            .map_err(|e| to_py(py, e))
+            .map_err(tokens_to_py)
     }
 
     /// Tokens of a request's tool schemas given as a JSON list.
     fn count_tools_json(&self, py: Python<'_>, tools: &str) -> PyResult<usize> {
-        let value = parse_json(py, tools)?;
+        let value = parse_json(tools)?;
         let list = value
             .as_array()
-            .ok_or_else(|| to_py(py, TokenError::BadMessage("tools must be a list".into())))?;
+            .ok_or_else(|| tokens_to_py(TokenError::BadMessage("tools must be a list".into())))?;
         py.detach(|| self.inner.count_tools(list))
-            .map_err(|e| to_py(py, e))
+            .map_err(tokens_to_py)
     }
 
     fn request_overhead(&self) -> usize {
@@ -183,12 +166,11 @@ fn openai_rank_bytes<'py>(py: Python<'py>, id: &str) -> PyResult<Vec<Bound<'py, 
     let enc = Encoding::from_id(id)
         .filter(|e| *e != Encoding::DeepSeekV4)
         .ok_or_else(|| {
-            to_py(
-                py,
-                TokenError::Unsupported(format!("{id:?} is not an OpenAI encoding")),
-            )
+            tokens_to_py(TokenError::Unsupported(format!(
+                "{id:?} is not an OpenAI encoding"
+            )))
         })?;
-    let t = Tokenizer::get(enc).map_err(|e| to_py(py, e))?;
+    let t = Tokenizer::get(enc).map_err(tokens_to_py)?;
     Ok(t.rank_bytes().iter().map(|b| PyBytes::new(py, b)).collect())
 }
 

@@ -53,9 +53,9 @@ impl EventLog {
                 item.sources,
             );
             self.check_envelope(&ev, seq).map_err(fail)?;
-            if let (Some(surface), Some(op)) = (scratch.as_mut(), &ev.surface_op) {
+            if let (Some(surface), Some(op)) = (scratch.as_mut(), ev.surface_op()) {
                 surface
-                    .apply(seq, op, ev.sources.as_deref().unwrap_or(&[]))
+                    .apply(seq, op, ev.sources().unwrap_or(&[]))
                     .map_err(fail)?;
             }
             events.push(ev);
@@ -66,7 +66,7 @@ impl EventLog {
             Some(surface) => self.surface = surface,
             None => {
                 for ev in &events {
-                    if ev.surface_op.is_some() {
+                    if ev.surface_op().is_some() {
                         // only appends in this batch: an append always succeeds
                         let appended = self.surface.apply(ev.seq, &SurfaceOp::Append, &[]);
                         debug_assert!(appended.is_ok());
@@ -74,8 +74,13 @@ impl EventLog {
                 }
             }
         }
-        for ev in events {
-            self.commit(ev);
+        for mut ev in events {
+            self.fill_from_call(&mut ev);
+            let turn_step = match ev.kind() {
+                "turn/start" | "step/start" => ev.turn_step(),
+                _ => (None, None),
+            };
+            self.commit(ev, turn_step);
         }
         Ok(seqs)
     }

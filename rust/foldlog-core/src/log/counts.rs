@@ -21,6 +21,12 @@ pub(super) struct TokenCache {
     estimated: usize,
 }
 
+impl TokenCache {
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.per_seq.capacity() * std::mem::size_of::<Option<Counted>>()
+    }
+}
+
 /// The tokens of the surface's messages with one tokenizer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SurfaceTokens {
@@ -64,10 +70,10 @@ impl EventLog {
                 ..TokenCache::default()
             });
         }
-        self.derive();
+        let len = self.derived_len();
         let gen = self.rewrite_version;
         let mut cache = self.token_cache.take().expect("set above");
-        if cache.gen != gen || cache.counted > self.derived.len() {
+        if cache.gen != gen || cache.counted > len {
             cache.gen = gen;
             cache.counted = 0;
             cache.total = 0;
@@ -93,26 +99,38 @@ impl EventLog {
             cache.per_seq.resize(self.events.len(), None);
         }
         let start = cache.counted;
-        let seqs: Vec<u64> = self.derived_seqs[start..].to_vec();
-        // known counts first (memory, then the envelope), then the rest in one parallel batch
+        let seqs: Vec<u64> = self.derived_seqs()[start..].to_vec();
+        // known counts first (memory, then the envelope, read in parallel), then the rest in one
+        // parallel batch
+        let events = &self.events;
+        let from_log: Vec<Option<Counted>> = seqs
+            .par_iter()
+            .map(|&seq| {
+                let i = seq as usize;
+                cache.per_seq[i].or_else(|| {
+                    events[i]
+                        .cached_count(id)
+                        .map(|(tokens, estimated)| Counted { tokens, estimated })
+                })
+            })
+            .collect();
         let mut missing: Vec<usize> = Vec::new();
-        for (k, &seq) in seqs.iter().enumerate() {
-            let i = seq as usize;
-            if cache.per_seq[i].is_none() {
-                cache.per_seq[i] = self.events[i]
-                    .cached_count(id)
-                    .map(|(tokens, estimated)| Counted { tokens, estimated });
-            }
-            if cache.per_seq[i].is_none() {
+        for (k, (&seq, known)) in seqs.iter().zip(from_log).enumerate() {
+            cache.per_seq[seq as usize] = known;
+            if known.is_none() {
                 missing.push(k);
             }
         }
         let mut failed = None;
         if !missing.is_empty() {
-            let msgs = &self.derived[start..];
+            // the messages are built for counting only, and dropped
             let counted: Vec<_> = missing
                 .par_iter()
-                .map(|&k| tok.count_message_detail(&msgs[k]))
+                .map(|&k| {
+                    let m = super::derive::materialize(events, seqs[k])
+                        .expect("a derived seq projects to a message");
+                    tok.count_message_detail(&m)
+                })
                 .collect();
             for (&k, n) in missing.iter().zip(counted) {
                 let n = match n {
@@ -142,7 +160,7 @@ impl EventLog {
                 cache.estimated += usize::from(c.estimated);
             }
         }
-        cache.counted = self.derived.len();
+        cache.counted = start + seqs.len();
         Ok(())
     }
 
@@ -155,7 +173,8 @@ impl EventLog {
         self.surface_token_total(tok)?;
         let cache = self.token_cache.as_ref().expect("set by surface_tokens");
         Ok(self
-            .derived_seqs
+            .derived
+            .seqs_unchecked()
             .iter()
             .map(|&s| cache.per_seq[s as usize].map_or(0, |c| c.tokens))
             .collect())

@@ -1,0 +1,129 @@
+"""B10: 10,000 open sessions (20-step histories) with 100 of them running turns, one process.
+
+Every session is file-backed and open (``Session.open``: it holds its writer's lock), with a
+history of 20 steps (a user message, then 20 tool calls and their results, then the answer),
+written through the session like any other. Sessions are released when idle
+(``Session.release``, what an agent does when its run ends): the host keeps 10,000 of them.
+Then waves of 100 agents run one turn each on 100 of those sessions at once, against the
+loopback mock server (`mock_openai.py`: ``STEPS`` model calls a turn), until ``WAVES`` waves have
+run; each session runs one turn, on top of its history.
+
+Reported: session·steps per second over the waves, the peak RSS of the process (``VmHWM``; the
+goal: ≤ 1 GiB), and RSS per open session: settled RSS (`memory.settled_rss`) with the 10,000
+sessions held after the waves, minus the settled RSS before they were made, over 10,000.
+``FOLDLOG_B10_SESSIONS`` (10000), ``FOLDLOG_B10_RUNNING`` (100) and ``FOLDLOG_B10_WAVES`` (5) size
+the run.
+
+pytest benches/bench_volume.py --benchmark-json=b10.json
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory import peak_rss, settled_rss
+
+SESSIONS = int(os.environ.get("FOLDLOG_B10_SESSIONS", "10000"))
+RUNNING = int(os.environ.get("FOLDLOG_B10_RUNNING", "100"))
+WAVES = int(os.environ.get("FOLDLOG_B10_WAVES", "5"))
+STEPS = 20
+GROUP = "B10 open sessions"
+
+
+def history(s: Any, steps: int) -> None:
+    """A finished turn of ``steps`` steps: ``steps - 1`` tool calls with results, then an answer."""
+    s.append_event("turn/start", {"turn": 1})
+    s.add({"role": "user", "content": "Look at the workspace and report what you find."})
+    for k in range(steps - 1):
+        s.append_event("step/start", {"turn": 1, "step": k + 1})
+        call = {"id": f"h{k}", "type": "function", "function": {"name": "noop", "arguments": f'{{"i":{k}}}'}}
+        s.add({"role": "assistant", "content": "", "tool_calls": [call]})
+        s.add({"role": "tool", "tool_call_id": f"h{k}", "name": "noop", "content": f"result {k}: ok"})
+        s.append_event("step/end", {"turn": 1, "step": k + 1})
+    s.add({"role": "assistant", "content": "Everything is in order."})
+    s.append_event("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+
+
+@pytest.mark.timeout(3600)
+def test_b10_open_sessions(benchmark: Any, mock_server: str) -> None:
+    import foldlog
+    from foldlog.providers import OpenAICompatible
+
+    @foldlog.tool(read_only=True)
+    async def noop(i: int) -> str:
+        """Do nothing."""
+        return "ok"
+
+    root = Path(tempfile.mkdtemp(prefix="foldlog-b10-"))
+    before = settled_rss()
+    sessions = []
+    try:
+        for i in range(SESSIONS):
+            s = foldlog.Session.open(root / f"s{i}.jsonl", system="Use the tool.")
+            history(s, STEPS)
+            s.release()  # flushes, then holds only the writer's lock
+            sessions.append(s)
+        log_bytes = sum((root / f"s{i}.jsonl").stat().st_size for i in range(min(SESSIONS, 100))) / min(
+            SESSIONS, 100
+        )
+        waves = iter(range(10**9))
+
+        async def wave(first: int) -> list[str]:
+            provider = OpenAICompatible(
+                mock_server, api_key="mock", model="mock", timeout=600.0, stall_timeout=600.0, max_retries=0
+            )
+
+            async def one(s: Any) -> str:
+                agent = foldlog.Agent(provider, [noop], s, foldlog.Options(max_steps=STEPS + 5))
+                return await agent.run("Check again.")
+
+            try:
+                chosen = [sessions[(first + k) % SESSIONS] for k in range(RUNNING)]
+                return list(await asyncio.gather(*(one(s) for s in chosen)))
+            finally:
+                await provider.aclose()
+
+        def run() -> None:
+            start = time.perf_counter()
+            done = 0
+            for _ in range(WAVES):
+                first = next(waves) * RUNNING
+                outputs = asyncio.run(wave(first))
+                assert outputs == ["done"] * RUNNING, outputs[:3]
+                done += RUNNING * STEPS
+            rate.append(done / (time.perf_counter() - start))
+
+        rate: list[float] = []
+        benchmark.group = GROUP
+        benchmark.pedantic(run, rounds=1, warmup_rounds=0)
+        assert all(s.released for s in sessions), "agents release their sessions when idle"
+        held = settled_rss()
+        peak = peak_rss()
+    finally:
+        for s in sessions:
+            s.close()
+        shutil.rmtree(root, ignore_errors=True)
+    benchmark.extra_info.update(
+        {
+            "row": "B10",
+            "workload": (
+                f"{SESSIONS:,} open file-backed sessions ({STEPS}-step histories, {log_bytes / 1e3:.1f} kB "
+                f"of log each), {RUNNING} running a turn at a time, {WAVES} waves, loopback mock server"
+            ),
+            "sessions": SESSIONS,
+            "running": RUNNING,
+            "steps_per_s": rate[0],
+            "peak_rss": peak,
+            "held_rss": held,
+            "kib_per_session": (held - before) / SESSIONS / 1024,
+            "log_bytes": log_bytes,
+        }
+    )

@@ -1,0 +1,167 @@
+//! The derived messages: the surface nodes that project to a message, kept as the seqs of
+//! their events. What pairing and planning need of a message is its event's shape; the message
+//! itself ([`Message`]) is built from its event's line only when something reads it.
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use super::{EventLog, Message};
+use crate::event::Event;
+use crate::project::project;
+use crate::shape::Shape;
+use crate::wire::History;
+
+/// The derived messages of the surface nodes `..nodes`, valid for generation `gen`.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Derived {
+    seqs: Vec<u64>,
+    nodes: usize,
+    gen: u64,
+}
+
+impl Derived {
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.seqs.capacity() * 8
+    }
+
+    /// The seqs as last brought up to date (callers derive first).
+    pub(super) fn seqs_unchecked(&self) -> &[u64] {
+        &self.seqs
+    }
+}
+
+/// The projection of a surface event (the shape says whether it derives a message at all).
+pub(crate) fn materialize(events: &[Event], seq: u64) -> Option<Message> {
+    let ev = events.get(seq as usize)?;
+    project(ev, |s| events.get(s as usize)).map(Arc::new)
+}
+
+impl EventLog {
+    /// Bring the derived messages up to date (only new nodes after appends, all again after a
+    /// rewrite) and return the seq of the event behind each.
+    pub fn derived_seqs(&mut self) -> &[u64] {
+        let d = &mut self.derived;
+        if d.gen != self.rewrite_version {
+            d.seqs.clear();
+            d.nodes = 0;
+            d.gen = self.rewrite_version;
+        }
+        let nodes = self.surface.nodes();
+        for &seq in &nodes[d.nodes..] {
+            let derives = self.events[seq as usize].shape().is_some_and(|s| !s.silent);
+            if derives {
+                d.seqs.push(seq);
+            }
+        }
+        d.nodes = nodes.len();
+        &d.seqs
+    }
+
+    /// How many messages the surface derives.
+    pub fn derived_len(&mut self) -> usize {
+        self.derived_seqs().len()
+    }
+
+    /// The derived messages as a [`History`]: their shapes, each message built on request.
+    pub fn history(&mut self) -> LogHistory<'_> {
+        self.derived_seqs();
+        LogHistory {
+            events: &self.events,
+            seqs: &self.derived.seqs,
+        }
+    }
+
+    /// The derived message `i` (built from its event's line).
+    pub fn message(&mut self, i: usize) -> Option<Message> {
+        let seq = *self.derived_seqs().get(i)?;
+        materialize(&self.events, seq)
+    }
+
+    /// The message event `seq` derives (built from its line), if it derives one.
+    pub fn message_of(&self, seq: u64) -> Option<Message> {
+        materialize(&self.events, seq)
+    }
+
+    /// Every derived message, built in parallel (tests, and readers that need them all).
+    pub fn messages(&mut self) -> Vec<Message> {
+        self.derived_seqs();
+        let events = &self.events;
+        self.derived
+            .seqs
+            .par_iter()
+            .map(|&s| materialize(events, s).expect("a derived seq projects to a message"))
+            .collect()
+    }
+
+    /// Anything the model would see beyond system messages (an assistant message with neither
+    /// content nor tool calls, kept only for its usage, derives to nothing and does not count).
+    pub fn has_content(&mut self) -> bool {
+        self.history().roles().any(|r| r != "system")
+    }
+}
+
+/// The derived messages of a log, read through their events' shapes.
+#[derive(Clone, Copy)]
+pub struct LogHistory<'a> {
+    events: &'a [Event],
+    seqs: &'a [u64],
+}
+
+impl<'a> LogHistory<'a> {
+    pub fn seqs(&self) -> &'a [u64] {
+        self.seqs
+    }
+    pub fn events(&self) -> &'a [Event] {
+        self.events
+    }
+    fn event(&self, i: usize) -> &'a Event {
+        &self.events[self.seqs[i] as usize]
+    }
+    /// The shape and line of derived message `i`.
+    pub fn shape(&self, i: usize) -> (&'a Shape, &'a str) {
+        let ev = self.event(i);
+        (
+            ev.shape().expect("a derived message has a shape"),
+            ev.line(),
+        )
+    }
+    pub fn roles(&self) -> impl Iterator<Item = &'static str> + 'a {
+        let this = *self;
+        (0..self.seqs.len()).map(move |i| this.shape(i).0.role.as_str())
+    }
+}
+
+impl History for LogHistory<'_> {
+    fn len(&self) -> usize {
+        self.seqs.len()
+    }
+    fn role(&self, i: usize) -> &str {
+        self.shape(i).0.role.as_str()
+    }
+    fn call_count(&self, i: usize) -> usize {
+        self.shape(i).0.call_count()
+    }
+    fn call_id(&self, i: usize, k: usize) -> Cow<'_, str> {
+        let (shape, line) = self.shape(i);
+        shape.call_id(k, self.seqs[i], line)
+    }
+    fn call_name(&self, i: usize, k: usize) -> Cow<'_, str> {
+        let (shape, line) = self.shape(i);
+        Cow::Borrowed(shape.call_name(k, line))
+    }
+    fn result_id(&self, i: usize) -> Option<Cow<'_, str>> {
+        let (shape, line) = self.shape(i);
+        shape.id(line).map(Cow::Borrowed)
+    }
+    fn result_name(&self, i: usize) -> Option<Cow<'_, str>> {
+        let (shape, line) = self.shape(i);
+        shape.name(line).map(Cow::Borrowed)
+    }
+    fn blocks(&self, i: usize) -> bool {
+        self.shape(i).0.blocks
+    }
+    fn message(&self, i: usize) -> Message {
+        materialize(self.events, self.seqs[i]).expect("a derived seq projects to a message")
+    }
+}

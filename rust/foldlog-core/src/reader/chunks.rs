@@ -1,0 +1,126 @@
+//! Parsing the lines of a buffer in parallel: the buffer is cut at line ends into chunks, one
+//! task per chunk, each line checked for UTF-8 and parsed on its own.
+use rayon::prelude::*;
+
+use super::trim_line;
+use crate::error::Error;
+use crate::event::{Buffer, Event, Parsed};
+
+/// Chunks this small are not worth a task of their own.
+const MIN_CHUNK: usize = 256 * 1024;
+
+/// A line that is not an event (or that may be the header): where it is and why not.
+pub(super) struct Other {
+    /// How many events of the chunk come before it.
+    pub before: usize,
+    /// 0-based line number within its chunk.
+    pub line: usize,
+    /// Where the line starts, and its text without the blanks around it: `text..end`.
+    pub start: usize,
+    pub text: usize,
+    pub end: usize,
+    /// Where the next line starts.
+    pub next: usize,
+    /// Not UTF-8 (`None`: a parse failure, in `failure`).
+    pub bad_utf8: Option<String>,
+    /// Not an event: whether it is broken JSON syntax, and why.
+    pub failure: Option<(bool, Error)>,
+}
+
+/// The lines of one chunk: its events in order, and the lines that are not events.
+pub(super) struct Chunk {
+    pub events: Vec<Event>,
+    /// Per event: its 0-based line number within the chunk and where the next line starts.
+    pub lines: Vec<(u32, usize)>,
+    /// `(event index, turn, step)` of the `turn/start` and `step/start` events.
+    pub tracked: Vec<(usize, Option<u64>, Option<u64>)>,
+    pub others: Vec<Other>,
+    /// Lines in the chunk, blank ones included.
+    pub line_count: usize,
+}
+
+/// Chunk boundaries: each chunk but the last ends right after a `\n`.
+fn bounds(bytes: &[u8]) -> Vec<(usize, usize)> {
+    let pieces = rayon::current_num_threads() * 4;
+    let target = (bytes.len() / pieces.max(1)).max(MIN_CHUNK);
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < bytes.len() {
+        let end = match bytes.len() - start > target {
+            true => memchr::memchr(b'\n', &bytes[start + target..])
+                .map_or(bytes.len(), |i| start + target + i + 1),
+            false => bytes.len(),
+        };
+        out.push((start, end));
+        start = end;
+    }
+    out
+}
+
+fn scan_chunk(buf: &Buffer, (from, to): (usize, usize)) -> Chunk {
+    let bytes: &[u8] = buf;
+    // about one event per 100 bytes: sized once, not grown by copies
+    let guess = (to - from) / 100;
+    let mut out = Chunk {
+        events: Vec::with_capacity(guess),
+        lines: Vec::with_capacity(guess),
+        tracked: Vec::new(),
+        others: Vec::new(),
+        line_count: 0,
+    };
+    super::huge_pages(out.events.spare_capacity_mut());
+    let mut line = 0usize;
+    let mut start = from;
+    while start < to {
+        let nl = memchr::memchr(b'\n', &bytes[start..to]).map(|i| start + i);
+        let end = nl.unwrap_or(to);
+        let next = nl.map_or(to, |i| i + 1);
+        let raw = trim_line(&bytes[start..end]);
+        if !raw.is_empty() {
+            let at = raw.as_ptr() as usize - bytes.as_ptr() as usize;
+            let other = |bad_utf8, failure| Other {
+                before: out.events.len(),
+                line,
+                start,
+                text: at,
+                end: at + raw.len(),
+                next,
+                bad_utf8,
+                failure,
+            };
+            match std::str::from_utf8(raw) {
+                Err(e) => {
+                    let o = other(Some(format!("invalid UTF-8: {e}")), None);
+                    out.others.push(o);
+                }
+                Ok(_) => match Parsed::read(buf, at, raw.len()) {
+                    Ok(p) => {
+                        if p.turn_step != (None, None) {
+                            out.tracked
+                                .push((out.events.len(), p.turn_step.0, p.turn_step.1));
+                        }
+                        out.events.push(p.event);
+                        out.lines.push((line as u32, next));
+                    }
+                    Err(failure) => {
+                        let o = other(None, Some(failure));
+                        out.others.push(o);
+                    }
+                },
+            }
+        }
+        line += 1;
+        start = next;
+    }
+    out.line_count = line;
+    out
+}
+
+/// Every line of `buf`, parsed, chunk by chunk in order.
+pub(super) fn scan(buf: &Buffer) -> Vec<Chunk> {
+    let bounds = bounds(buf);
+    if bounds.len() <= 1 {
+        return bounds.into_iter().map(|b| scan_chunk(buf, b)).collect();
+    }
+    bounds.into_par_iter().map(|b| scan_chunk(buf, b)).collect()
+}

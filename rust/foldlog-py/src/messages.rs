@@ -1,0 +1,173 @@
+//! `foldlog._core.MessageItems`: the messages of a snapshot (the derived history, or a request's
+//! messages), turned into Python objects only when read. Reading one builds it from its event's
+//! line in the core and keeps the object on the log, so a message read twice is one object.
+use std::sync::{Arc, Mutex};
+
+use foldlog_core::log::Message;
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+use rayon::prelude::*;
+
+use crate::convert::to_py_frozen;
+use crate::errors::poisoned;
+use crate::log::Log;
+
+/// One message of a snapshot.
+pub(crate) enum Entry {
+    /// A derived message: the seq of its event.
+    Seq(u64),
+    /// A message the send plan made (a renamed or filled result, moved attachments).
+    New(Py<PyAny>),
+}
+
+/// The Python objects of the messages read so far, by the seq of their event (a projection never
+/// changes: one cache serves every generation of the surface).
+#[derive(Default)]
+pub(crate) struct Objects(Mutex<Vec<Option<Py<PyAny>>>>);
+
+impl Objects {
+    fn get(&self, py: Python<'_>, seq: u64) -> PyResult<Option<Py<PyAny>>> {
+        let cache = self.0.lock().map_err(poisoned)?;
+        Ok(cache
+            .get(seq as usize)
+            .and_then(|o| o.as_ref().map(|o| o.clone_ref(py))))
+    }
+
+    fn put(&self, seq: u64, obj: Py<PyAny>) -> PyResult<()> {
+        let mut cache = self.0.lock().map_err(poisoned)?;
+        let i = seq as usize;
+        if cache.len() <= i {
+            cache.resize_with(i + 1, || None);
+        }
+        cache[i] = Some(obj);
+        Ok(())
+    }
+}
+
+/// The Python objects of the messages behind `seqs`: from the log's cache, the others built
+/// (in parallel, the GIL released) and kept.
+pub(crate) fn objects(py: Python<'_>, log: &Log, seqs: &[u64]) -> PyResult<Vec<Py<PyAny>>> {
+    let mut out: Vec<Option<Py<PyAny>>> = Vec::with_capacity(seqs.len());
+    let mut missing = Vec::new();
+    for (k, &seq) in seqs.iter().enumerate() {
+        let found = log.objects.get(py, seq)?;
+        if found.is_none() {
+            missing.push(k);
+        }
+        out.push(found);
+    }
+    if !missing.is_empty() {
+        let built: Vec<Option<Message>> = log.with_read(py, |l| {
+            let build = |&k: &usize| l.message_of(seqs[k]);
+            if missing.len() > 64 {
+                missing.par_iter().map(build).collect()
+            } else {
+                missing.iter().map(build).collect()
+            }
+        })?;
+        for (k, m) in missing.into_iter().zip(built) {
+            let m = m.ok_or_else(|| {
+                pyo3::exceptions::PyRuntimeError::new_err(format!(
+                    "event #{} derives no message",
+                    seqs[k]
+                ))
+            })?;
+            let obj = to_py_frozen(py, &m)?.unbind();
+            log.objects.put(seqs[k], obj.clone_ref(py))?;
+            out[k] = Some(obj);
+        }
+    }
+    Ok(out.into_iter().map(|o| o.expect("filled above")).collect())
+}
+
+/// The messages of one snapshot: fixed when taken, built when read.
+#[pyclass(frozen, module = "foldlog._core")]
+pub struct MessageItems {
+    pub(crate) log: Py<Log>,
+    pub(crate) entries: Arc<[Entry]>,
+}
+
+impl MessageItems {
+    fn range(&self, start: usize, stop: usize) -> (usize, usize) {
+        let stop = stop.min(self.entries.len());
+        (start.min(stop), stop)
+    }
+}
+
+#[pymethods]
+impl MessageItems {
+    fn __len__(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Messages `start..stop` as Python objects (read-only dicts and lists).
+    fn items<'py>(
+        &self,
+        py: Python<'py>,
+        start: usize,
+        stop: usize,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let (start, stop) = self.range(start, stop);
+        let entries = &self.entries[start..stop];
+        let seqs: Vec<u64> = entries
+            .iter()
+            .filter_map(|e| match e {
+                Entry::Seq(s) => Some(*s),
+                Entry::New(_) => None,
+            })
+            .collect();
+        let mut built = objects(py, self.log.get(), &seqs)?.into_iter();
+        let out = PyList::empty(py);
+        for e in entries {
+            match e {
+                Entry::Seq(_) => out.append(built.next().expect("one per seq"))?,
+                Entry::New(obj) => out.append(obj.bind(py))?,
+            }
+        }
+        Ok(out)
+    }
+
+    /// Message `i` (0 <= i < len).
+    fn item(&self, py: Python<'_>, i: usize) -> PyResult<Py<PyAny>> {
+        match self.entries.get(i) {
+            None => Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                "message index {i} out of range ({} messages)",
+                self.entries.len()
+            ))),
+            Some(Entry::New(obj)) => Ok(obj.clone_ref(py)),
+            Some(Entry::Seq(seq)) => Ok(objects(py, self.log.get(), &[*seq])?.remove(0)),
+        }
+    }
+
+    /// The indexes in `start..stop` of messages whose content is a list of blocks (the others
+    /// hold text only), read from the log without building the messages.
+    fn block_indexes(&self, py: Python<'_>, start: usize, stop: usize) -> PyResult<Vec<usize>> {
+        let (start, stop) = self.range(start, stop);
+        let mut out = Vec::new();
+        let seqs: Vec<(usize, u64)> = (start..stop)
+            .filter_map(|i| match &self.entries[i] {
+                Entry::Seq(s) => Some((i, *s)),
+                Entry::New(obj) => {
+                    let content = obj.bind(py).get_item("content").ok();
+                    if content.is_some_and(|c| c.is_instance_of::<PyList>()) {
+                        out.push(i);
+                    }
+                    None
+                }
+            })
+            .collect();
+        let listed: Vec<usize> = self.log.get().with_read(py, |l| {
+            seqs.iter()
+                .filter(|(_, s)| {
+                    l.event(*s)
+                        .and_then(|e| e.shape())
+                        .is_some_and(|s| s.blocks)
+                })
+                .map(|(i, _)| *i)
+                .collect()
+        })?;
+        out.extend(listed);
+        out.sort_unstable();
+        Ok(out)
+    }
+}
