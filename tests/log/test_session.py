@@ -285,3 +285,15 @@ def test_thaw_is_public_and_gives_plain_copies() -> None:
     assert foldlog.thaw(MappingProxyType({"a": (1, [2])})) == {"a": [1, [2]]}
     assert foldlog.thaw("text") == "text"
     assert "thaw" in foldlog.__all__
+
+
+def test_a_header_names_its_parent_and_refuses_a_malformed_link(tmp_path: Path) -> None:
+    link = {"id": "p-1", "kind": "fork", "atSeq": 3}
+    assert Session(parent=link).parent == link
+    with Session.open(tmp_path / "child.jsonl", system="s", parent=link) as s:
+        assert s.parent == link
+    assert Session.load(tmp_path / "child.jsonl").parent == link
+    assert Session().parent is None
+    for bad in ({"kind": "fork"}, {"id": ""}, {"id": 3}):
+        with pytest.raises(InvalidEventError, match="parent"):
+            Session(parent=bad)

@@ -45,9 +45,12 @@ def new_session_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
 
 
-def header_line(session_id: str, meta: Mapping[str, Any] | None = None) -> bytes:
-    """The header line of a new log (the core writes it: `_native.header_line`)."""
-    return _native.header_line(session_id, now_ms(), dict(meta or {}))
+def header_line(
+    session_id: str, meta: Mapping[str, Any] | None = None, parent: Mapping[str, Any] | None = None
+) -> bytes:
+    """The header line of a new log (the core writes it: `_native.header_line`). ``parent`` links a
+    fork or a sub-agent's session to the session it comes from (docs/log-format.md, "Parents")."""
+    return _native.header_line(session_id, now_ms(), dict(meta or {}), dict(parent) if parent else None)
 
 
 class Session:
@@ -64,10 +67,11 @@ class Session:
         *,
         id: str | None = None,
         meta: Mapping[str, Any] | None = None,
+        parent: Mapping[str, Any] | None = None,
     ) -> None:
         self.id = id or new_session_id()
         self._init_state()
-        self._log = _native.Log(self.id, now_ms(), dict(meta or {}))
+        self._log = _native.Log(self.id, now_ms(), dict(meta or {}), dict(parent) if parent else None)
         if system is not None:
             self.add({"role": "system", "content": system})
 
@@ -152,6 +156,7 @@ class Session:
         *,
         system: str | None = None,
         meta: Mapping[str, Any] | None = None,
+        parent: Mapping[str, Any] | None = None,
         durability: Durability = "batch",
     ) -> Session:
         """Open a session for writing: creates it or continues it, holding its single-writer lock.
@@ -159,7 +164,8 @@ class Session:
         ``target`` is a ``.jsonl`` file path, a folder (with ``session_id``), or a store object
         with ``open_writer(session_id, header_line)`` (`foldlog.stores`). A second writer fails at
         once with `SessionLockedError` naming the holder. An open turn left by a crash is closed
-        by appending repair events (history is never rewritten in place).
+        by appending repair events (history is never rewritten in place). ``meta`` and ``parent``
+        go into the header of a new log (an existing log keeps its own).
         """
         from foldlog.stores.file import FileStore, FileStoreWriter
 
@@ -176,7 +182,7 @@ class Session:
             else:
                 store = FileStore(p)
         sid = session_id or (path.stem if path else new_session_id())
-        head = header_line(sid, meta)
+        head = header_line(sid, meta, parent)
         writer: Any
         if store is None:
             assert path is not None
@@ -494,6 +500,13 @@ class Session:
     def header(self) -> Mapping[str, Any] | None:
         h = self._core.header
         return freeze(h) if h is not None else None
+
+    @property
+    def parent(self) -> Mapping[str, Any] | None:
+        """The header's link to the session this one comes from (a fork, a sub-agent), or None."""
+        h = self.header
+        p = h.get("parent") if h is not None else None
+        return p if isinstance(p, Mapping) else None
 
     @property
     def open_turn(self) -> tuple[int, int | None] | None:

@@ -91,19 +91,20 @@ fn load_result(py: Python<'_>, loaded: reader::Loaded) -> PyResult<(Log, Py<PyAn
 #[pymethods]
 impl Log {
     #[new]
-    #[pyo3(signature = (header_id=None, created_at=0, meta=None))]
+    #[pyo3(signature = (header_id=None, created_at=0, meta=None, parent=None))]
     fn new(
         py: Python<'_>,
         header_id: Option<&str>,
         created_at: i64,
         meta: Option<&Bound<'_, PyAny>>,
+        parent: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let meta = match meta {
-            Some(m) => value_of(m, "meta")?,
-            None => Value::Null,
-        };
-        let _ = py;
-        let header = header_id.map(|id| Header::new(id, created_at, &meta));
+        let meta = optional_value(meta, "meta")?;
+        let parent = optional_value(parent, "parent")?;
+        let header = header_id
+            .map(|id| Header::new(id, created_at, &meta, &parent))
+            .transpose()
+            .map_err(|e| err_to_py(py, e, None))?;
         Ok(Log::of(EventLog::new(header)))
     }
 
@@ -159,11 +160,9 @@ impl Log {
         created_at: i64,
         meta: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        let meta = match meta {
-            Some(m) => value_of(m, "meta")?,
-            None => Value::Null,
-        };
-        let header = Header::new(header_id, created_at, &meta);
+        let meta = optional_value(meta, "meta")?;
+        let header = Header::new(header_id, created_at, &meta, &Value::Null)
+            .map_err(|e| err_to_py(py, e, None))?;
         self.with_write(py, |log| log.set_header(header))
     }
 
@@ -557,19 +556,25 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 
 /// The header line of a new log file (without its newline): the core writes every header.
 #[pyfunction]
-#[pyo3(signature = (session_id, created_at, meta=None))]
+#[pyo3(signature = (session_id, created_at, meta=None, parent=None))]
 pub fn header_line<'py>(
     py: Python<'py>,
     session_id: &str,
     created_at: i64,
     meta: Option<&Bound<'_, PyAny>>,
+    parent: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let meta = match meta {
-        Some(m) => value_of(m, "meta")?,
-        None => Value::Null,
-    };
-    Ok(PyBytes::new(
-        py,
-        Header::new(session_id, created_at, &meta).line.as_bytes(),
-    ))
+    let meta = optional_value(meta, "meta")?;
+    let parent = optional_value(parent, "parent")?;
+    let header =
+        Header::new(session_id, created_at, &meta, &parent).map_err(|e| err_to_py(py, e, None))?;
+    Ok(PyBytes::new(py, header.line.as_bytes()))
+}
+
+/// An optional Python value as JSON (`None` and absent are `null`).
+fn optional_value(v: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Value> {
+    match v {
+        Some(v) if !v.is_none() => value_of(v, what),
+        _ => Ok(Value::Null),
+    }
 }

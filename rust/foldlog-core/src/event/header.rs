@@ -14,13 +14,17 @@ pub struct Header {
 pub const FORMAT_VERSION: u64 = 1;
 
 impl Header {
-    pub fn new(id: &str, created_at: i64, meta: &Value) -> Header {
+    /// A new header. `parent` is `null` or the link to the session this one comes from: an object
+    /// with a non-empty string `id` (and, by convention, `kind`: `"fork"` with `atSeq`, or
+    /// `"subagent"` with `callId`; see docs/log-format.md). Anything else is refused.
+    pub fn new(id: &str, created_at: i64, meta: &Value, parent: &Value) -> Result<Header> {
+        check_parent(parent)?;
         let mut obj = Map::new();
         obj.insert("type".into(), Value::from("session"));
         obj.insert("version".into(), Value::from(FORMAT_VERSION));
         obj.insert("id".into(), Value::from(id));
         obj.insert("createdAt".into(), Value::from(created_at));
-        obj.insert("parent".into(), Value::Null);
+        obj.insert("parent".into(), parent.clone());
         obj.insert(
             "meta".into(),
             if meta.is_null() {
@@ -29,11 +33,11 @@ impl Header {
                 meta.clone()
             },
         );
-        Header {
+        Ok(Header {
             line: Value::Object(obj).to_string(),
             version: FORMAT_VERSION,
             id: Some(id.to_string()),
-        }
+        })
     }
 
     /// `Some(header)` when the line is a session header, `None` when it is an event (version 0 file).
@@ -66,5 +70,21 @@ impl Header {
             version,
             id: v.get("id").and_then(Value::as_str).map(str::to_string),
         }))
+    }
+}
+
+/// A header's `parent`: `null`, or an object naming the parent session by a non-empty string `id`.
+fn check_parent(parent: &Value) -> Result<()> {
+    match parent {
+        Value::Null => Ok(()),
+        Value::Object(o) => match o.get("id") {
+            Some(Value::String(id)) if !id.is_empty() => Ok(()),
+            _ => Err(Error::invalid(
+                "header parent: \"id\" must be a non-empty string naming the parent session",
+            )),
+        },
+        other => Err(Error::invalid(format!(
+            "header parent must be null or an object with an \"id\", not {other}"
+        ))),
     }
 }
