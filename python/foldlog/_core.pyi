@@ -9,7 +9,11 @@ __version__: str
 @final
 class Log:
     def __new__(
-        cls, header_id: str | None = None, created_at: int = 0, meta: Any | None = None, parent: Any | None = None
+        cls,
+        header_id: str | None = None,
+        created_at: int = 0,
+        meta: Any | None = None,
+        parent: Any | None = None,
     ) -> Log: ...
     @staticmethod
     def parse(
@@ -70,7 +74,9 @@ class MessageItems:
     def item(self, i: int) -> Mapping[str, Any]: ...
     def block_indexes(self, start: int, stop: int) -> list[int]: ...
 
-def header_line(session_id: str, created_at: int, meta: Any | None = None, parent: Any | None = None) -> bytes: ...
+def header_line(
+    session_id: str, created_at: int, meta: Any | None = None, parent: Any | None = None
+) -> bytes: ...
 
 @final
 class WireSegments:
