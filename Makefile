@@ -65,7 +65,7 @@ test-quick: build ## pytest without the local model: the tests marked local_mode
 
 test: test-rust test-python ## everything: cargo test + pytest (sets itself up when .venv is missing)
 
-lint: $(STAMP) ## ruff, mypy, stubtest, cargo fmt --check, cargo clippy -D warnings
+lint: test-setup ## ruff, mypy (with the optional extras the tests install), stubtest, cargo fmt --check, cargo clippy -D warnings
 	$(VENV)/bin/ruff check python tests benches
 	$(VENV)/bin/ruff format --check python tests benches
 	$(VENV)/bin/mypy
