@@ -36,12 +36,33 @@ class StorageError(FoldlogError, OSError):
     """Writing or reading a session store failed (disk full, file changed under the writer, …)."""
 
 
+class SessionNotFoundError(StorageError, FileNotFoundError):
+    """No session log by that name or id (or the name matches several)."""
+
+
+class OutputExistsError(StorageError, FileExistsError):
+    """A file would be overwritten without ``--force``."""
+
+
 class SessionLockedError(StorageError):
     """Another writer holds the session. ``holder`` names it (pid@host or a database client)."""
 
     def __init__(self, message: str, *, holder: str | None = None) -> None:
         super().__init__(message)
         self.holder = holder
+
+
+class ImmutableHistoryError(FoldlogError, TypeError):
+    """A recorded message (a frozen dict or list the session handed out) was changed in place:
+    copy it (``dict(m)``, ``foldlog.thaw(m)``) to change it."""
+
+
+class MessageIndexError(FoldlogError, IndexError):
+    """A message index outside the derived history."""
+
+
+class UncountableValueError(FoldlogError, TypeError):
+    """A value that is not text, a message or a list of messages was given to a token counter."""
 
 
 class TokenizerError(FoldlogError, ValueError):
@@ -58,6 +79,20 @@ class MaxStepsExceeded(FoldlogError):
 
 class RunCancelled(FoldlogError):
     """``Agent.cancel()`` (or task cancellation) stopped the running turn."""
+
+
+class AgentBusyError(FoldlogError, RuntimeError):
+    """The agent cannot do this now: it is already running (use ``followup()`` / ``steer()``),
+    or a tool that needs a running parent agent was called outside a run."""
+
+
+class NothingToRunError(FoldlogError, ValueError):
+    """``Agent.run()`` was called with no prompt and nothing queued."""
+
+
+class InvariantError(FoldlogError, AssertionError):
+    """A checked invariant failed (``Options.debug_invariants``): the request is not the log's
+    derivation. A bug in foldlog: please report it with the session log."""
 
 
 class HookError(FoldlogError):
@@ -133,6 +168,11 @@ class UnsupportedContentError(ProviderError, ValueError):
         self.provider = provider
 
 
+class LocalModelError(ProviderError, ValueError):
+    """The local model cannot take this input: a prompt longer than its context, a grammar
+    llama.cpp cannot parse, a chat template that drops messages, an unknown special token."""
+
+
 class CompactionError(FoldlogError):
     """A compaction could not be planned or recorded."""
 
@@ -145,25 +185,41 @@ class ConfigError(FoldlogError, ValueError):
     CLI's ``foldlog.toml`` (the message names the setting, and the file when there is one)."""
 
 
+class ConfigTypeError(ConfigError, TypeError):
+    """A setting of the wrong kind: an async function where a plain callable is needed, a value
+    that is neither a string nor a message."""
+
+
 __all__ = [
     "APIError",
+    "AgentBusyError",
     "AuthError",
     "CompactionError",
     "ConfigError",
+    "ConfigTypeError",
     "CorruptLogError",
     "FoldlogError",
     "HookError",
     "HookRefused",
+    "ImmutableHistoryError",
     "InvalidEventError",
     "InvalidHookError",
+    "InvariantError",
+    "LocalModelError",
     "MaxStepsExceeded",
+    "MessageIndexError",
+    "NothingToRunError",
+    "OutputExistsError",
     "ProviderError",
     "ProviderTimeout",
     "RunCancelled",
     "SessionLockedError",
+    "SessionNotFoundError",
     "StorageError",
     "StreamInterrupted",
     "StreamProtocolError",
+    "TokenizerError",
+    "UncountableValueError",
     "UnsupportedContentError",
     "UnsupportedFormatError",
 ]

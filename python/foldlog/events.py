@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from foldlog.errors import ConfigTypeError
+
 if TYPE_CHECKING:
     from foldlog.providers.base import Usage as ProviderUsage
 
@@ -164,7 +166,7 @@ class SinkDispatcher:
                 # An async sink would reorder events if scheduled; it must be a plain callable.
                 if inspect.iscoroutine(result):
                     result.close()
-                raise TypeError("the sink must be a plain (non-async) callable")
+                raise ConfigTypeError("the sink must be a plain (non-async) callable")
         except Exception:
             if not self._reported:
                 self._reported = True

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from foldlog.errors import HookError, HookRefused, InvalidEventError, InvalidHookError
+from foldlog.errors import ConfigTypeError, HookError, HookRefused, InvalidEventError, InvalidHookError
 from foldlog.tools.host import ToolContext, ToolOutcome
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ def as_user_message(message: Any, source: str | None = None) -> dict[str, Any]:
         if role != "user":
             raise InvalidEventError(f"inbox messages must have role 'user', got {role!r}")
     else:
-        raise TypeError(f"a message must be a str or a dict, got {type(message).__name__}")
+        raise ConfigTypeError(f"a message must be a str or a dict, got {type(message).__name__}")
     if source is not None:
         out.setdefault("source", source)
     return out
@@ -400,7 +400,7 @@ class Hooks:
                 out = fn(status)
                 if inspect.iscoroutine(out):
                     out.close()
-                    raise TypeError("status hooks are notifications and must be plain callables")
+                    raise InvalidHookError("status hooks are notifications and must be plain callables")
             except Exception:
                 _log.exception("status hook %s raised", _name(fn))
 

@@ -91,3 +91,45 @@ def test_a_bad_session_id_is_one_error_whatever_the_store(tmp_path: object) -> N
             check_session_id(bad)
         with pytest.raises(InvalidEventError, match="invalid session id"):
             FileStore(str(tmp_path)).path_for(bad)
+
+
+#: built-in exceptions a module may still raise, and why: a protocol that needs exactly that class,
+#: or an error that never reaches a caller (a built-in tool's error is its result for the model,
+#: which reads the class name: ``error: FileNotFoundError: …``)
+ALLOWED_BUILTIN_RAISES = {
+    ("_lazy.py", "AttributeError"),  # module __getattr__ must raise AttributeError
+    ("tools/builtin.py", "FileNotFoundError"),
+    ("tools/builtin.py", "NotADirectoryError"),
+    ("tools/builtin.py", "IsADirectoryError"),
+    ("tools/builtin.py", "ValueError"),
+}
+
+
+def _builtin_raises() -> list[tuple[str, int, str]]:
+    import ast
+    import builtins
+    from pathlib import Path
+
+    root = Path(foldlog.__file__).parent
+    builtin_errors = {
+        name
+        for name, value in vars(builtins).items()
+        # SystemExit and KeyboardInterrupt are how a command ends, not errors to catch
+        if isinstance(value, type) and issubclass(value, Exception)
+    }
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Raise) or node.exc is None:
+                continue
+            target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            if isinstance(target, ast.Name) and target.id in builtin_errors:
+                if (rel, target.id) not in ALLOWED_BUILTIN_RAISES:
+                    found.append((rel, node.lineno, target.id))
+    return found
+
+
+def test_no_module_raises_a_bare_builtin_exception() -> None:
+    # every error a caller can catch is a FoldlogError (which also subclasses the built-in)
+    assert _builtin_raises() == []

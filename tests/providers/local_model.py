@@ -11,6 +11,7 @@ import os
 import pytest
 
 from foldlog.providers import local as local_mod
+from foldlog.providers.llama_server import missing_server_modules
 
 
 def require_local() -> None:
@@ -28,7 +29,7 @@ def require_local() -> None:
 
 def require_server() -> None:
     require_local()
-    missing = local_mod.missing_server_modules()
+    missing = missing_server_modules()
     if missing:
         message = (
             f"llama-cpp-python's server extra is missing ({', '.join(missing)}): {local_mod.INSTALL_HINT}"

@@ -21,10 +21,12 @@ from foldlog.agent.recorder import Reply, StepRecorder
 from foldlog.agent.request import HookedProvider, Params, Requests, read_stream
 from foldlog.compaction.compactor import Compactor
 from foldlog.errors import (
+    AgentBusyError,
     FoldlogError,
     HookError,
     HookRefused,
     MaxStepsExceeded,
+    NothingToRunError,
     RunCancelled,
     StreamInterrupted,
 )
@@ -192,7 +194,7 @@ class Agent:
             pass  # no loop: the normal case. (Running the agent in here would chain every error
             # it raises to this "no running event loop" error.)
         else:
-            raise RuntimeError(
+            raise AgentBusyError(
                 "Agent.run_sync() cannot be called from a running event loop; use await agent.run()"
             )
         return asyncio.run(self.run(prompt))
@@ -200,11 +202,11 @@ class Agent:
     async def run(self, prompt: str | Mapping[str, Any] | None = None) -> str:
         """Queue ``prompt`` as a follow-up and run turns until no work is owed; the last answer."""
         if self._task is not None:
-            raise RuntimeError("this agent is already running; use followup()/steer() to add input")
+            raise AgentBusyError("this agent is already running; use followup()/steer() to add input")
         if prompt is not None:
             self.followup(prompt)
         if not self.inbox.has_work():
-            raise ValueError("nothing to run: pass a prompt or queue input with followup()/steer()")
+            raise NothingToRunError("nothing to run: pass a prompt or queue input with followup()/steer()")
         self._loop = asyncio.get_running_loop()
         self._task = asyncio.current_task()
         self.inbox.bind(self._loop)

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from foldlog.errors import StreamInterrupted
+from foldlog.errors import InvariantError, StreamInterrupted
 from foldlog.events import Reasoning, Text, ToolDispatch
 from foldlog.hooks import StreamContext, run_waterfall, stream_decision
 from foldlog.providers.base import Request, chunk_data
@@ -92,7 +92,7 @@ class Requests:
 
     def check_invariant(self, request: Request) -> None:
         if list(request.messages) != list(self.session.wire_messages()):
-            raise AssertionError(
+            raise InvariantError(
                 "foldlog invariant broken: the request messages differ from session.wire_messages()"
             )
 

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
-from foldlog.errors import ConfigError, FoldlogError
+from foldlog.errors import AgentBusyError, ConfigError, FoldlogError
 from foldlog.events import ToolDispatch, ToolResult, Usage
 from foldlog.tools.host import ToolContext
 from foldlog.tools.registry import Tool, make_tool
@@ -91,7 +91,7 @@ async def _task(
     Only its final answer comes back; use it for searches or multi-step investigations."""
     host = ctx.agent
     if host is None:
-        raise RuntimeError("the task tool needs a running parent agent")
+        raise AgentBusyError("the task tool needs a running parent agent")
     return await host.delegate(prompt, max_steps=max_steps, call_id=ctx.call.id)
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from foldlog.cli.common import config_from_args, console, session_path, surface_tokens
 from foldlog.cli.exits import EXIT_OK, UsageError
 from foldlog.cli.render import print_events, print_messages
+from foldlog.errors import OutputExistsError, SessionNotFoundError
 from foldlog.log.frozen import thaw
 
 if TYPE_CHECKING:
@@ -195,7 +196,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     src = Path(args.src)
     if not src.is_file():
-        raise FileNotFoundError(f"{src}: no such file")
+        raise SessionNotFoundError(f"{src}: no such file")
     conversations = convert(args.source_format, src)
     if args.index is not None:
         if not 0 <= args.index < len(conversations):
@@ -222,7 +223,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise UsageError("two transcripts would be written to the same file")
     existing = [t for t in targets if t.exists()]
     if existing and not args.force:
-        raise FileExistsError(f"{existing[0]} exists (use --force to overwrite)")
+        raise OutputExistsError(f"{existing[0]} exists (use --force to overwrite)")
 
     written = []
     for conv, target in zip(conversations, targets, strict=True):

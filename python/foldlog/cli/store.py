@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from foldlog.errors import SessionNotFoundError
 from foldlog.stores.base import SessionInfo
 
 SUFFIX = ".jsonl"
@@ -43,8 +44,8 @@ def resolve(ref: str, folder: Path) -> Path:
         return matches[0]
     if len(matches) > 1:
         names = ", ".join(m.stem for m in matches[:5])
-        raise FileNotFoundError(f"session {ref!r} is ambiguous in {folder}: {names}")
-    raise FileNotFoundError(f"no session log {ref!r} (not a file, and no such id in {folder})")
+        raise SessionNotFoundError(f"session {ref!r} is ambiguous in {folder}: {names}")
+    raise SessionNotFoundError(f"no session log {ref!r} (not a file, and no such id in {folder})")
 
 
 def glob_escape(text: str) -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, overload
 
+from foldlog.errors import ImmutableHistoryError, MessageIndexError
+
 if TYPE_CHECKING:
     from foldlog import _core
 
@@ -19,7 +21,7 @@ class FrozenDict(dict[str, Any]):
     __slots__ = ()
 
     def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
-        raise TypeError("recorded history is immutable: copy it (dict(m)) to change a message")
+        raise ImmutableHistoryError("recorded history is immutable: copy it (dict(m)) to change a message")
 
     __setitem__ = _refuse
     __delitem__ = _refuse
@@ -49,7 +51,7 @@ class FrozenList(list[Any]):
     __slots__ = ()
 
     def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
-        raise TypeError("recorded history is immutable: copy it (list(x)) to change it")
+        raise ImmutableHistoryError("recorded history is immutable: copy it (list(x)) to change it")
 
     __setitem__ = _refuse
     __delitem__ = _refuse
@@ -166,7 +168,7 @@ class MessageSequence(Sequence[Mapping[str, Any]]):
         if i < 0:
             i += n
         if not 0 <= i < n:
-            raise IndexError(f"message index {index} out of range ({n} messages)")
+            raise MessageIndexError(f"message index {index} out of range ({n} messages)")
         return self._items.item(self._start + i)
 
     def __iter__(self) -> Iterator[Mapping[str, Any]]:

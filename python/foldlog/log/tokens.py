@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from foldlog import _core
-from foldlog.errors import TokenizerError
+from foldlog.errors import TokenizerError, UncountableValueError
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -64,7 +64,7 @@ def _jsonable(value: object) -> object:
         return dict(value)
     if isinstance(value, Sequence) and not isinstance(value, str | bytes):
         return list(value)
-    raise TypeError(f"cannot count a value of type {type(value).__name__}")
+    raise UncountableValueError(f"cannot count a value of type {type(value).__name__}")
 
 
 def _dumps(value: object) -> str:

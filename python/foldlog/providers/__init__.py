@@ -30,7 +30,7 @@ _LAZY: dict[str, str] = {
     "DeepSeek": "foldlog.providers.deepseek",
     "OpenAI": "foldlog.providers.openai",
     "LocalLlama": "foldlog.providers.local",
-    "LlamaServer": "foldlog.providers.local",
+    "LlamaServer": "foldlog.providers.llama_server",
     "RetryPolicy": "foldlog.providers.retry",
     "Price": "foldlog.providers.pricing",
     "UsageMeter": "foldlog.providers.pricing",
@@ -39,7 +39,8 @@ _LAZY: dict[str, str] = {
 
 if TYPE_CHECKING:
     from foldlog.providers.deepseek import DeepSeek
-    from foldlog.providers.local import LlamaServer, LocalLlama
+    from foldlog.providers.llama_server import LlamaServer
+    from foldlog.providers.local import LocalLlama
     from foldlog.providers.openai import OpenAI
     from foldlog.providers.openai_compat import OpenAICompatible
     from foldlog.providers.pricing import Price, UsageMeter

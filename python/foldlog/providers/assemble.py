@@ -13,19 +13,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from foldlog.errors import APIError
+from foldlog.errors import APIError, StreamProtocolError
 from foldlog.providers.base import (
     Chunk,
-    Done,
     ErrorChunk,
     FinishReason,
     ReasoningDelta,
     TextDelta,
     ToolCall,
-    ToolCallChunk,
     ToolCallStart,
     Usage,
-    UsageChunk,
+    stream_end,
 )
 
 _THINK_OPEN = "<think>"
@@ -116,7 +114,7 @@ class ChatStreamAssembler:
 
     def feed(self, obj: Any, event: str = "message") -> list[Chunk]:
         if not isinstance(obj, Mapping):
-            raise ValueError(f"a stream chunk must be a JSON object, got {type(obj).__name__}")
+            raise StreamProtocolError(f"a stream chunk must be a JSON object, got {type(obj).__name__}")
         out: list[Chunk] = []
         err = obj.get("error")
         if err is not None or event == "error":
@@ -253,13 +251,10 @@ class ChatStreamAssembler:
         out: list[Chunk] = []
         self._flush_held(out)
         calls = self.tool_calls()
-        out.extend(ToolCallChunk(c) for c in calls)
-        if self.usage is not None:
-            out.append(UsageChunk(self.usage))
         reason = _FINISH.get(self.finish_reason or "stop", "stop")
         if calls and reason == "stop":
             reason = "tool_calls"  # some local servers report "stop" for a call
-        out.append(Done(reason))
+        out.extend(stream_end(calls, self.usage, reason))
         return out
 
     def tool_calls(self) -> list[ToolCall]:

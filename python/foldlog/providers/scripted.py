@@ -10,16 +10,14 @@ from typing import Any, cast
 from foldlog.errors import ProviderError
 from foldlog.providers.base import (
     Chunk,
-    Done,
     FinishReason,
     ReasoningDelta,
     Request,
     TextDelta,
     ToolCall,
-    ToolCallChunk,
     ToolCallStart,
     Usage,
-    UsageChunk,
+    stream_end,
 )
 
 Reply = Mapping[str, Any] | BaseException | Callable[[Request], Any]
@@ -136,15 +134,11 @@ class Scripted:
         for i, call in enumerate(calls):
             await tick()
             yield ToolCallStart(i, call.id, call.name)
-        for call in calls:
-            yield ToolCallChunk(call)
-        usage = usage_from(reply.get("usage"))
-        if usage is not None:
-            yield UsageChunk(usage)
         finish = reply.get("finish_reason") or ("tool_calls" if calls else "stop")
         if finish not in _FINISH:
             raise ProviderError(f"Scripted finish_reason must be one of {_FINISH}, got {finish!r}")
-        yield Done(cast(FinishReason, finish))
+        for chunk in stream_end(calls, usage_from(reply.get("usage")), cast(FinishReason, finish)):
+            yield chunk
 
     @staticmethod
     def _call(i: int, c: Mapping[str, Any]) -> ToolCall:

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from foldlog.errors import ConfigError
 from foldlog.providers.gemma_chat import CALL
 
 ANY_CHAR = r"[^\x00]"
@@ -64,12 +65,12 @@ def reply_grammar(
     SchemaConverter: Any = llama_grammar.SchemaConverter
 
     if not (call or answer):
-        raise ValueError("a reply must be allowed to be a call or an answer")
+        raise ConfigError("a reply must be allowed to be a call or an answer")
     fns = [t.get("function", t) for t in tools]
     if only is not None:
         fns = [f for f in fns if f.get("name") == only]
         if not fns:
-            raise ValueError(f"tool_choice names {only!r}, which is not among the tools offered")
+            raise ConfigError(f"tool_choice names {only!r}, which is not among the tools offered")
     if call and not fns:
         call = False
     roots = []
