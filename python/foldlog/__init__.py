@@ -45,10 +45,10 @@ _LAZY: dict[str, str] = {
     "Tool": "foldlog.tools.registry",
     "ToolRegistry": "foldlog.tools.registry",
     "run_subagent": "foldlog.agent.subagent",
-    "OpenAICompatible": "foldlog.providers.openai_compat",
-    "DeepSeek": "foldlog.providers.deepseek",
-    "OpenAI": "foldlog.providers.openai",
-    "LocalLlama": "foldlog.providers.local",
+    "OpenAICompatible": "foldlog.providers",
+    "DeepSeek": "foldlog.providers",
+    "OpenAI": "foldlog.providers",
+    "LocalLlama": "foldlog.providers",
     "Compactor": "foldlog.compaction.compactor",
     "CompactionResult": "foldlog.compaction.compactor",
     "TokenCount": "foldlog.log.tokens",
@@ -63,10 +63,7 @@ if TYPE_CHECKING:
     from foldlog.log.frozen import thaw
     from foldlog.log.session import Session
     from foldlog.log.tokens import TokenCount, Tokenizer, count_tokens
-    from foldlog.providers.deepseek import DeepSeek
-    from foldlog.providers.local import LocalLlama
-    from foldlog.providers.openai import OpenAI
-    from foldlog.providers.openai_compat import OpenAICompatible
+    from foldlog.providers import DeepSeek, LocalLlama, OpenAI, OpenAICompatible
     from foldlog.tools.registry import Tool, ToolRegistry, tool
 
 

@@ -4,6 +4,14 @@ use foldlog_core::event::SurfaceOp;
 use foldlog_core::{reader, repair, wire, writer, Error};
 use serde_json::json;
 
+/// The error a log is refused with (a panic when it loads).
+fn refusal(text: &str) -> Error {
+    match reader::read(text.as_bytes()) {
+        Err(e) => e,
+        Ok(_) => panic!("the log loaded; a refusal was expected"),
+    }
+}
+
 #[test]
 fn seed_example_derives_user_assistant_tool() {
     let mut log = load(SEED);
@@ -55,10 +63,7 @@ fn damage_followed_by_valid_events_is_corruption_naming_the_line() {
     let mut lines: Vec<&str> = SEED.lines().collect();
     lines[4] = "{\"type\":\"assistant/chunk\",\"seq\":4,\"ti";
     let text = lines.join("\n");
-    match reader::read(text.as_bytes()) {
-        Err(Error::Corrupt { line, .. }) => assert_eq!(line, 5),
-        other => panic!("expected corruption, got {other:?}"),
-    }
+    assert!(matches!(refusal(&text), Error::Corrupt { line: 5, .. }));
 }
 
 #[test]
@@ -67,13 +72,10 @@ fn unknown_required_type_is_a_newer_format() {
         "{SEED}{}\n",
         r#"{"type":"future/thing","seq":10,"time":1,"data":{}}"#
     );
-    match reader::read(text.as_bytes()) {
-        Err(Error::UnsupportedFormat { line, message }) => {
-            assert_eq!(line, 11);
-            assert!(message.contains("newer format"));
-        }
-        other => panic!("expected newer format, got {other:?}"),
-    }
+    let Error::UnsupportedFormat { line, message } = refusal(&text) else {
+        panic!("expected a newer format")
+    };
+    assert_eq!((line, message.contains("newer format")), (11, true));
     let ok = format!(
         "{SEED}{}\n",
         r#"{"type":"future/thing","seq":10,"time":1,"data":{},"ignorable":true}"#
@@ -86,8 +88,8 @@ fn unknown_required_type_is_a_newer_format() {
 fn newer_header_version_is_refused() {
     let text = "{\"type\":\"session\",\"version\":9,\"id\":\"x\"}\n";
     assert!(matches!(
-        reader::read(text.as_bytes()),
-        Err(Error::UnsupportedFormat { line: 1, .. })
+        refusal(text),
+        Error::UnsupportedFormat { line: 1, .. }
     ));
 }
 
@@ -124,10 +126,7 @@ fn long_lines_load() {
 #[test]
 fn seq_gap_is_corruption() {
     let text = "{\"type\":\"turn/start\",\"seq\":0,\"time\":1,\"data\":{\"turn\":1}}\n{\"type\":\"turn/end\",\"seq\":2,\"time\":1,\"data\":{\"turn\":1}}\n";
-    assert!(matches!(
-        reader::read(text.as_bytes()),
-        Err(Error::Corrupt { line: 2, .. })
-    ));
+    assert!(matches!(refusal(text), Error::Corrupt { line: 2, .. }));
 }
 
 #[test]
@@ -146,43 +145,14 @@ fn surface_op_rules() {
         )
         .is_err());
     // sources must be earlier and unique
-    assert!(log
-        .append(
-            "user/message",
-            &d,
-            1,
-            Some(SurfaceOp::Append),
-            Some(vec![99])
-        )
-        .is_err());
-    assert!(log
-        .append(
-            "user/message",
-            &d,
-            1,
-            Some(SurfaceOp::Append),
-            Some(vec![1, 1])
-        )
-        .is_err());
+    let mut user = |op: SurfaceOp, sources: Option<Vec<u64>>| {
+        log.append("user/message", &d, 1, Some(op), sources)
+    };
+    assert!(user(SurfaceOp::Append, Some(vec![99])).is_err());
+    assert!(user(SurfaceOp::Append, Some(vec![1, 1])).is_err());
     // replace must name surface nodes and list them as sources
-    assert!(log
-        .append(
-            "user/message",
-            &d,
-            1,
-            Some(SurfaceOp::Replace { start: 3, end: 3 }),
-            Some(vec![3])
-        )
-        .is_err());
-    assert!(log
-        .append(
-            "user/message",
-            &d,
-            1,
-            Some(SurfaceOp::Replace { start: 2, end: 2 }),
-            None
-        )
-        .is_err());
+    assert!(user(SurfaceOp::Replace { start: 3, end: 3 }, Some(vec![3])).is_err());
+    assert!(user(SurfaceOp::Replace { start: 2, end: 2 }, None).is_err());
     let before = log.rewrite_version();
     log.append(
         "user/message",
@@ -206,30 +176,16 @@ fn fold_keeps_listed_nodes_and_places_the_digest_after_them() {
     }
     // surface: 2,5,7,10,11,12,13 ; fold 5..=12 keeping 10
     let digest = json!({"role":"user","content":"<compaction-summary>…</compaction-summary>"});
-    let bad = log.append(
-        "user/message",
-        &digest,
-        1,
-        Some(SurfaceOp::Fold {
-            start: 5,
-            end: 12,
-            keep: vec![10],
-        }),
-        Some(vec![5, 7]),
-    );
+    let fold = || SurfaceOp::Fold {
+        start: 5,
+        end: 12,
+        keep: vec![10],
+    };
+    let bad = log.append("user/message", &digest, 1, Some(fold()), Some(vec![5, 7]));
     assert!(bad.is_err(), "every removed node must be a source");
+    let sources = Some(vec![5, 7, 11, 12]);
     let seq = log
-        .append(
-            "user/message",
-            &digest,
-            1,
-            Some(SurfaceOp::Fold {
-                start: 5,
-                end: 12,
-                keep: vec![10],
-            }),
-            Some(vec![5, 7, 11, 12]),
-        )
+        .append("user/message", &digest, 1, Some(fold()), sources)
         .unwrap();
     assert_eq!(log.surface().nodes(), &[2, 10, seq, 13]);
     let contents: Vec<_> = log

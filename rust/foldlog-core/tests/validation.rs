@@ -287,31 +287,24 @@ fn a_batch_with_a_bad_surface_op_late_changes_nothing() {
     let mut log = EventLog::new(None);
     log.add_message(&json!({"role": "user", "content": "a"}), 1)
         .unwrap();
-    let item = |data: Value, op: Option<SurfaceOp>, sources: Option<Vec<u64>>| NewEvent {
+    // a user message with this content, placed by `op`
+    let item = |content: &str, op: SurfaceOp, sources: Option<Vec<u64>>| NewEvent {
         kind: "user/message".into(),
-        data,
+        data: json!({"role": "user", "content": content}),
         time: 2,
-        surface_op: op,
+        surface_op: Some(op),
         sources,
     };
     let batch = vec![
-        item(
-            json!({"role": "user", "content": "b"}),
-            Some(SurfaceOp::Append),
-            None,
-        ),
+        item("b", SurfaceOp::Append, None),
         // replaces seq 0 and 1 (this batch's first event): fine on the scratch surface
         item(
-            json!({"role": "user", "content": "c"}),
-            Some(SurfaceOp::Replace { start: 0, end: 1 }),
+            "c",
+            SurfaceOp::Replace { start: 0, end: 1 },
             Some(vec![0, 1]),
         ),
         // names a seq that the replace above removed
-        item(
-            json!({"role": "user", "content": "d"}),
-            Some(SurfaceOp::Insert { after: 1 }),
-            None,
-        ),
+        item("d", SurfaceOp::Insert { after: 1 }, None),
     ];
     let err = log.append_batch(batch).unwrap_err();
     assert_eq!(err.index, 2);
@@ -323,23 +316,11 @@ fn a_batch_with_a_bad_surface_op_late_changes_nothing() {
     assert_eq!((log.len(), log.rewrite_version()), (1, 0));
     assert_eq!(log.surface().nodes(), [0]);
     // sources must name earlier events, counted from the batch's own seqs
-    let bad = vec![item(
-        json!({"role": "user", "content": "x"}),
-        Some(SurfaceOp::Append),
-        Some(vec![1]),
-    )];
+    let bad = vec![item("x", SurfaceOp::Append, Some(vec![1]))];
     assert_eq!(log.append_batch(bad).unwrap_err().index, 0);
     let ok = vec![
-        item(
-            json!({"role": "user", "content": "b"}),
-            Some(SurfaceOp::Append),
-            None,
-        ),
-        item(
-            json!({"role": "user", "content": "c"}),
-            Some(SurfaceOp::Replace { start: 1, end: 1 }),
-            Some(vec![1]),
-        ),
+        item("b", SurfaceOp::Append, None),
+        item("c", SurfaceOp::Replace { start: 1, end: 1 }, Some(vec![1])),
     ];
     assert_eq!(log.append_batch(ok).unwrap(), [1, 2]);
     assert_eq!(log.surface().nodes(), [0, 2]);
