@@ -44,6 +44,26 @@ class SessionLockedError(StorageError):
         self.holder = holder
 
 
+class ForkError(FoldlogError, ValueError):
+    """A fork that cannot be made: a fork point that is not an event of the parent (or not yet
+    stored), a session without a place to fork into."""
+
+
+class UnknownSeqError(FoldlogError, IndexError):
+    """A seq the log does not hold: a stream asked to resume after an event that does not exist
+    (`Session.events_since`, `Session.subscribe(after_seq=…)`)."""
+
+
+class ParentLogError(StorageError):
+    """A fork's reference to its parent's log cannot be followed: the parent's log is missing,
+    holds another session, has fewer events than the fork point, or the chain of references
+    loops or is too deep. ``parent`` names the parent's log file."""
+
+    def __init__(self, message: str, *, parent: str | None = None) -> None:
+        super().__init__(message)
+        self.parent = parent
+
+
 class TokenizerError(FoldlogError, ValueError):
     """A tokenizer cannot be loaded (its data file is missing or not in a supported form), or
     token ids were asked of the estimate, which has none."""
@@ -152,11 +172,13 @@ __all__ = [
     "ConfigError",
     "CorruptLogError",
     "FoldlogError",
+    "ForkError",
     "HookError",
     "HookRefused",
     "InvalidEventError",
     "InvalidHookError",
     "MaxStepsExceeded",
+    "ParentLogError",
     "ProviderError",
     "ProviderTimeout",
     "RunCancelled",
@@ -164,6 +186,7 @@ __all__ = [
     "StorageError",
     "StreamInterrupted",
     "StreamProtocolError",
+    "UnknownSeqError",
     "UnsupportedContentError",
     "UnsupportedFormatError",
 ]
