@@ -69,6 +69,11 @@ class TokenizerError(FoldlogError, ValueError):
     token ids were asked of the estimate, which has none."""
 
 
+class ExportError(FoldlogError, ValueError):
+    """A session that cannot be written in the format asked for (an unknown format, a session
+    the format has no form for: ATIF needs at least one step)."""
+
+
 # --- the agent loop ------------------------------------------------------------------------
 
 
@@ -171,6 +176,7 @@ __all__ = [
     "CompactionError",
     "ConfigError",
     "CorruptLogError",
+    "ExportError",
     "FoldlogError",
     "ForkError",
     "HookError",

@@ -216,7 +216,9 @@ def history(session: Session) -> History:
             )
             surface = _surface_after(session, seq)
             after = surface[surface.index(seq) + 1 :]
-            lost = [s for s in surface[: surface.index(seq)] if session.events[s].get("type") != "system/message"]
+            lost = [
+                s for s in surface[: surface.index(seq)] if session.events[s].get("type") != "system/message"
+            ]
             if lost:
                 warnings.append(
                     f"the fold at #{seq} kept {len(lost)} message(s) before its digest: "
@@ -243,7 +245,9 @@ def history(session: Session) -> History:
     if pruned:
         warnings.append(f"{pruned} pruned copy(ies) of tool results left out: the originals are written")
     if inserted:
-        warnings.append(f"{inserted} inserted message(s) written where they were recorded, not where inserted")
+        warnings.append(
+            f"{inserted} inserted message(s) written where they were recorded, not where inserted"
+        )
     return History(records, warnings)
 
 

@@ -96,8 +96,7 @@ def resolve_bytes(path: Path, data: bytes, _chain: tuple[Path, ...] = ()) -> tup
     at = int(ref["atSeq"])
     if at >= len(core):
         raise ParentLogError(
-            f"{path}: forks session {ref['id']!r} at event #{at}, but {parent_path} holds "
-            f"{len(core)} events",
+            f"{path}: forks session {ref['id']!r} at event #{at}, but {parent_path} holds {len(core)} events",
             parent=str(parent_path),
         )
     prefix = core.event_lines(0, at + 1)

@@ -15,8 +15,10 @@ order even when several threads append.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from foldlog.errors import UnknownSeqError
@@ -68,3 +70,68 @@ def check_after_seq(after_seq: int, length: int) -> int:
             "-1 replays from the start): a stream resumes after a seq it has seen"
         )
     return after_seq
+
+
+class LogFollower:
+    """Reads a session file as its writer appends to it (``foldlog log tail --follow``): the
+    events stored so far (a fork's with its parent's), then each complete line written after.
+
+    Only complete lines are read — a line the writer is still writing waits for its newline —
+    and every event is given once: a seq at or below the last one given is skipped.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        from foldlog import _core as _native
+        from foldlog.log.forks import resolve_bytes
+
+        self.path = Path(path)
+        data = self.path.read_bytes()
+        self.offset = data.rfind(b"\n") + 1  # complete lines only
+        full, _ = resolve_bytes(self.path, data[: self.offset])
+        self._core, _info = _native.Log.parse(full, str(self.path), allow_empty=False)
+        self.next_seq = len(self._core)
+
+    def stored(self, start: int) -> list[bytes]:
+        """The lines of the stored events from seq ``start`` (clamped to the log)."""
+        start = min(max(start, 0), self.next_seq)
+        return [ln for ln in self._core.event_lines(start, self.next_seq).split(b"\n") if ln]
+
+    def poll(self) -> list[bytes]:
+        """The complete event lines written since the last call (nothing new: an empty list)."""
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            return []
+        if size < self.offset:
+            self.offset = size  # the writer cut a torn tail we never read (it was not complete)
+            return []
+        if size == self.offset:
+            return []
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            chunk = f.read(size - self.offset)
+        end = chunk.rfind(b"\n") + 1
+        self.offset += end
+        out: list[bytes] = []
+        for line in chunk[:end].split(b"\n"):
+            line = line.strip()
+            if not line:
+                continue
+            seq = seq_of(line)
+            if seq is not None and seq < self.next_seq:
+                continue
+            if seq is not None:
+                self.next_seq = seq + 1
+            out.append(line)
+        return out
+
+
+def seq_of(line: bytes) -> int | None:
+    import json
+
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    seq = event.get("seq") if isinstance(event, dict) else None
+    return seq if isinstance(seq, int) and not isinstance(seq, bool) else None
