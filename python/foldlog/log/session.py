@@ -424,7 +424,8 @@ class Session(TokenCounts):
         """Call ``fn(event)`` for each event recorded from now on; with ``after_seq``, first for
         every event after that seq already in the log (-1: all of them), then live — each event
         once, in seq order, without a gap, even while other threads append (a UI that lost its
-        connection resumes with the last seq it saw). Returns a function that unsubscribes.
+        connection resumes with the last seq it saw). Returns a function that unsubscribes: once it
+        returns, ``fn`` is not running and is not called again.
 
         ``fn`` runs in the thread that appended the event (or, for the replay, in this one). An
         exception in a subscriber is logged and never breaks the writer. An ``after_seq`` the log
@@ -437,7 +438,7 @@ class Session(TokenCounts):
         sub.catch_up(last)
 
         def unsubscribe() -> None:
-            sub.active = False
+            sub.close()
             if sub in self._subscribers:
                 self._subscribers.remove(sub)
 

@@ -44,6 +44,12 @@ class Subscription:
         # after the one it is handling (seqs still arrive in order, each once)
         self._lock = threading.RLock()
 
+    def close(self) -> None:
+        """Deliver nothing more; returns once a delivery running in another thread is over."""
+        self.active = False
+        with self._lock:
+            pass
+
     def catch_up(self, last: int) -> None:
         """Deliver every event up to and including seq ``last`` not delivered yet, in order."""
         with self._lock:
