@@ -12,8 +12,8 @@ One step per record of the history (`export_walk.history`), numbered from 1:
   result's ``extra``);
 - a result whose call is not in the step before it → a ``system`` step whose observation names
   the call in ``extra`` (ATIF pairs results only within a step);
-- a compaction → a ``system`` step with the summary (``extra.foldlog.compaction``); messages a
-  fold kept after its digest are written again with ``is_copied_context: true``;
+- a compaction → a ``system`` step with the summary (``extra.foldlog.compaction``), followed by
+  the messages the fold kept after its digest;
 - a sub-agent's session → an embedded trajectory (``subagent_trajectories``) referenced from the
   result of the call it answers (``subagent_trajectory_ref``).
 
@@ -157,8 +157,6 @@ class _Steps:
             self.completion += completion
             self.cached += cached
         step["llm_call_count"] = 1
-        if r.copied:
-            step["is_copied_context"] = True
         self.add(step)
         self.open_calls = {c.id for c in r.calls}
 
@@ -172,8 +170,6 @@ class _Steps:
                     "source": "system" if isinstance(rec, System) else "user",
                     "message": content(rec.content),
                 }
-                if rec.copied:
-                    step["is_copied_context"] = True
                 self.add(step)
             elif isinstance(rec, Reply):
                 self.reply(rec)

@@ -10,8 +10,8 @@ What the surface ops mean for a history (docs/log-format.md, "Surface ops"):
 - ``append``: a record, in order.
 - ``fold``: a `Compaction` record (the digest's summary). The formats we write know only one
   kind of compaction — everything before the summary is summarised — so the nodes a fold left
-  *after* its digest (a kept tail) are written again after the summary as copies
-  (``copied=True``), and the history read back derives the same messages.
+  *after* its digest (a kept tail, recorded before the fold) are written after the summary
+  instead of where they were recorded: the history read back derives the same messages.
 - ``replace`` (a pruned copy of a tool result) and ``insert``: the original is written where it
   happened and the later copy is left out, with a warning; ``reset`` (`Session.replace`) is
   written as the messages that follow it, with a warning.
@@ -35,7 +35,6 @@ class System:
     content: Any
     time: int
     seq: int
-    copied: bool = False
 
 
 @dataclass(slots=True)
@@ -45,7 +44,6 @@ class User:
     seq: int
     #: the message's ``source`` (``"meta"``, ``"observation"``, …) when it has one
     source: str | None = None
-    copied: bool = False
 
 
 @dataclass(slots=True)
@@ -66,7 +64,6 @@ class Reply:
     #: foldlog usage (``promptTokens``, ``completionTokens``, ``cacheHitTokens``, …)
     usage: dict[str, Any] | None = None
     model: str | None = None
-    copied: bool = False
 
 
 @dataclass(slots=True)
@@ -77,7 +74,6 @@ class Result:
     is_error: bool
     time: int
     seq: int
-    copied: bool = False
 
 
 @dataclass(slots=True)
@@ -107,15 +103,15 @@ class History:
     warnings: list[str]
 
 
-def message_record(event: Mapping[str, Any], copied: bool = False) -> Record | None:
+def message_record(event: Mapping[str, Any]) -> Record | None:
     """The record of one surface event (None for a type that is not a message)."""
     kind, data = event.get("type"), thaw(event.get("data") or {})
     time, seq = int(event.get("time") or 0), int(event.get("seq") or 0)
     if kind == "system/message":
-        return System(data.get("content"), time, seq, copied)
+        return System(data.get("content"), time, seq)
     if kind == "user/message":
         source = data.get("source")
-        return User(data.get("content"), time, seq, source if isinstance(source, str) else None, copied)
+        return User(data.get("content"), time, seq, source if isinstance(source, str) else None)
     if kind == "assistant/message":
         msg = data.get("message") or {}
         calls = [
@@ -134,7 +130,6 @@ def message_record(event: Mapping[str, Any], copied: bool = False) -> Record | N
             calls,
             usage if isinstance(usage, dict) else None,
             model if isinstance(model, str) else None,
-            copied,
         )
     if kind == "tool/result":
         msg = data.get("message") or {}
@@ -145,7 +140,6 @@ def message_record(event: Mapping[str, Any], copied: bool = False) -> Record | N
             bool(msg.get("isError")),
             time,
             seq,
-            copied,
         )
     return None
 
@@ -166,6 +160,29 @@ def _surface_after(session: Session, seq: int) -> list[int]:
     return core.surface_nodes()
 
 
+def _folds(session: Session) -> tuple[dict[int, list[int]], dict[int, int]]:
+    """For each fold (by its digest's seq): the nodes it left after its digest that were
+    recorded before it — written after its summary, each at the last fold that keeps it so —
+    and how many non-system messages it kept before its digest (the formats cannot say so)."""
+    folds = [
+        int(e.get("seq") or 0)
+        for e in _events(session)
+        if isinstance(e.get("surfaceOp"), Mapping) and e["surfaceOp"].get("op") == "fold"
+    ]
+    last_fold: dict[int, int] = {}
+    lost: dict[int, int] = {}
+    for seq in folds:
+        surface = _surface_after(session, seq)
+        at = surface.index(seq)
+        for node in surface[at + 1 :]:
+            last_fold[node] = seq
+        lost[seq] = sum(1 for n in surface[:at] if session.events[n].get("type") != "system/message")
+    moved_to: dict[int, list[int]] = {}
+    for node in sorted(last_fold):
+        moved_to.setdefault(last_fold[node], []).append(node)
+    return moved_to, lost
+
+
 def history(session: Session) -> History:
     """The session's history as records, in seq order (see the module's notes on surface ops)."""
     records: list[Record] = []
@@ -174,6 +191,8 @@ def history(session: Session) -> History:
     trigger: dict[str, str] = {}
     tokens_before: dict[str, int] = {}
     summary_of: dict[str, str] = {}
+    moved_to, lost = _folds(session)
+    moved = {node for nodes in moved_to.values() for node in nodes}
     for event in _events(session):
         kind = str(event.get("type"))
         data = event.get("data") or {}
@@ -214,18 +233,13 @@ def history(session: Session) -> History:
                     tokens_before.get(cid),
                 )
             )
-            surface = _surface_after(session, seq)
-            after = surface[surface.index(seq) + 1 :]
-            lost = [
-                s for s in surface[: surface.index(seq)] if session.events[s].get("type") != "system/message"
-            ]
-            if lost:
+            if lost.get(seq):
                 warnings.append(
-                    f"the fold at #{seq} kept {len(lost)} message(s) before its digest: "
+                    f"the fold at #{seq} kept {lost[seq]} message(s) before its digest: "
                     "the export's compaction summarises them too"
                 )
-            for node in after:
-                rec = message_record(session.events[node], copied=True)
+            for node in moved_to.get(seq, []):
+                rec = message_record(session.events[node])
                 if rec is not None:
                     records.append(rec)
             continue
@@ -239,6 +253,8 @@ def history(session: Session) -> History:
             )
         if isinstance(op, Mapping) and op.get("op") == "insert":
             inserted += 1
+        if int(event.get("seq") or 0) in moved:
+            continue  # written after the summary of the fold that kept it (below the digest)
         rec = message_record(event)
         if rec is not None:
             records.append(rec)
