@@ -4,6 +4,7 @@ user would (``python -m foldlog`` with an isolated home)."""
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,7 @@ from foldlog.interchange.atif_schema import atif_errors
 from tests.cli.cli_testlib import run_cli
 
 # a 1x1 PNG
-PNG = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
-)
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 
 
 def _call(cid: str, name: str, args: str) -> dict[str, Any]:
@@ -28,16 +27,39 @@ def _parent_with_fold_subagent_and_image(folder: Path) -> Session:
     s = Session.open(folder, "parent", system="You are the lead.")
     image = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}}
     s.add({"role": "user", "content": [{"type": "text", "text": "What is in this picture?"}, image]})
-    s.add({"role": "assistant", "content": "A dot. Let me delegate.", "tool_calls": [_call("call_task", "task", '{"prompt": "measure it"}')]})
+    s.add(
+        {
+            "role": "assistant",
+            "content": "A dot. Let me delegate.",
+            "tool_calls": [_call("call_task", "task", '{"prompt": "measure it"}')],
+        }
+    )
     s.add({"role": "tool", "tool_call_id": "call_task", "content": "It is 1x1 pixels."})
     s.add({"role": "assistant", "content": "It is a 1x1 image."})
     s.add({"role": "user", "content": "Thanks. Read the file."})
-    s.add({"role": "assistant", "content": "", "tool_calls": [_call("call_read", "read_file", '{"path":"dot.png"}')]})
+    s.add(
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [_call("call_read", "read_file", '{"path":"dot.png"}')],
+        }
+    )
     shot = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}
-    s.add({"role": "tool", "tool_call_id": "call_read", "content": [{"type": "text", "text": "dot.png"}, shot]})
+    s.add(
+        {"role": "tool", "tool_call_id": "call_read", "content": [{"type": "text", "text": "dot.png"}, shot]}
+    )
     nodes = s.surface_nodes()  # [system, u, a, tool, a, u, a, tool]
     s.append_event("compaction/start", {"id": "c1", "trigger": "auto"})
-    s.append_event("compaction/summary", {"id": "c1", "summary": "The user showed a dot.", "folded": nodes[1:5], "kept": [], "mechanical": False})
+    s.append_event(
+        "compaction/summary",
+        {
+            "id": "c1",
+            "summary": "The user showed a dot.",
+            "folded": nodes[1:5],
+            "kept": [],
+            "mechanical": False,
+        },
+    )
     s.append_event(
         "user/message",
         {"role": "user", "content": "The user showed a dot.", "source": "compaction"},
@@ -47,7 +69,9 @@ def _parent_with_fold_subagent_and_image(folder: Path) -> Session:
     s.append_event("compaction/end", {"id": "c1"})
     s.add({"role": "assistant", "content": "Done."})
     s.close()
-    child = Session.open(folder, "child-1", parent={"kind": "subagent", "id": "parent", "callId": "call_task"})
+    child = Session.open(
+        folder, "child-1", parent={"kind": "subagent", "id": "parent", "callId": "call_task"}
+    )
     child.add({"role": "user", "content": "measure it"})
     child.add({"role": "assistant", "content": "It is 1x1 pixels."})
     child.close()
@@ -78,20 +102,26 @@ def test_export_to_claude_code_with_a_fold_a_subagent_and_an_image(tmp_path: Pat
     assert "1 system message(s) left out" in proc.stderr
     records = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
     assert [r["parentUuid"] for r in records[1:] if r.get("subtype") != "compact_boundary"] == [
-        r["uuid"] for r, nxt in zip(records, records[1:], strict=False) if nxt.get("subtype") != "compact_boundary"
+        r["uuid"] for r, nxt in pairwise(records) if nxt.get("subtype") != "compact_boundary"
     ]
     assert all(r["sessionId"] == "parent" and not r["isSidechain"] for r in records)
     task_result = next(r for r in records if r.get("toolUseResult"))
     assert task_result["toolUseResult"]["agentId"] == "child-1"
     sub = out.parent / "exported" / "subagents" / "agent-child-1.jsonl"
     sub_records = [json.loads(x) for x in sub.read_text(encoding="utf-8").splitlines()]
-    assert all(r["isSidechain"] and r["agentId"] == "child-1" and r["sessionId"] == "parent" for r in sub_records)
+    assert all(
+        r["isSidechain"] and r["agentId"] == "child-1" and r["sessionId"] == "parent" for r in sub_records
+    )
 
     (conv,) = convert("claude-code", out)
     back = Session(id="back")
     write_conversation(conv, back)
     got, want = _derived(back), _derived(parent)
-    assert [m["role"] for m in got] == [m["role"] for m in want] == ["user", "user", "assistant", "tool", "assistant"]
+    assert (
+        [m["role"] for m in got]
+        == [m["role"] for m in want]
+        == ["user", "user", "assistant", "tool", "assistant"]
+    )
     assert got[0]["content"] == "The user showed a dot." and got[-1]["content"] == "Done."
     assert _images(got) == _images(want) == [PNG]
     assert conv.counts.compactions == 1
@@ -135,4 +165,6 @@ def test_fork_from_the_cli_and_the_sessions_tree(tmp_path: Path) -> None:
     text = run_cli("sessions", home=home).stdout
     assert f"└ {made['id']} (fork)" in text and "└ child-1 (subagent)" in text
     lines = text.splitlines()
-    assert lines.index(next(x for x in lines if "child-1" in x)) > lines.index(next(x for x in lines if x.startswith("parent")))
+    assert lines.index(next(x for x in lines if "child-1" in x)) > lines.index(
+        next(x for x in lines if x.startswith("parent"))
+    )

@@ -89,7 +89,9 @@ def test_every_corpus_transcript_round_trips(target: str, corpus: Path, tmp_path
             export(session, target).write(out)
             (back,) = convert(target, out)
             again = _session(back)
-            assert comparable(again.derive_messages(), target) == comparable(session.derive_messages(), target), where
+            assert comparable(again.derive_messages(), target) == comparable(
+                session.derive_messages(), target
+            ), where
             assert _counts(back, target) == _counts(conv, target), where
             if fmt == target:  # the same format: the turns and steps too
                 assert (back.counts.turns, back.counts.steps) == (conv.counts.turns, conv.counts.steps), where
@@ -114,7 +116,10 @@ def test_every_corpus_transcript_exports_to_valid_atif(corpus: Path) -> None:
             assert len(agent) == conv.counts.messages["assistant"], path
             assert sum(len(s.get("tool_calls", [])) for s in agent) == conv.counts.tool_calls, path
             paired = sum(
-                1 for s in doc["steps"] for r in s.get("observation", {}).get("results", []) if "source_call_id" in r
+                1
+                for s in doc["steps"]
+                for r in s.get("observation", {}).get("results", [])
+                if "source_call_id" in r
             )
             assert paired <= conv.counts.tool_results
             steps += len(doc["steps"])
@@ -135,13 +140,18 @@ def test_the_atif_schema_check_accepts_the_corpus_examples_and_names_each_proble
 
     assert any("unknown field 'model'" in e for e in broken(lambda d: d["agent"].update(model="x")))
     assert any("must be 2" in e for e in broken(lambda d: d["steps"][1].update(step_id=5)))
-    assert any("not a tool_call_id of this step" in e for e in broken(
-        lambda d: d["steps"][1]["observation"]["results"][0].update(source_call_id="nope")
-    ))
-    assert any("only on agent steps" in e for e in broken(lambda d: d["steps"][0].update(reasoning_content="x")))
+    assert any(
+        "not a tool_call_id of this step" in e
+        for e in broken(lambda d: d["steps"][1]["observation"]["results"][0].update(source_call_id="nope"))
+    )
+    assert any(
+        "only on agent steps" in e for e in broken(lambda d: d["steps"][0].update(reasoning_content="x"))
+    )
     assert any("not ISO 8601" in e for e in broken(lambda d: d["steps"][0].update(timestamp="yesterday")))
     assert any("needs at least one step" in e for e in broken(lambda d: d.update(steps=[])))
-    assert any("'trajectory_id'" in e for e in broken(lambda d: d["subagent_trajectories"][0].pop("trajectory_id")))
+    assert any(
+        "'trajectory_id'" in e for e in broken(lambda d: d["subagent_trajectories"][0].pop("trajectory_id"))
+    )
     assert any("ATIF-v1.0..ATIF-v1.7" in e for e in broken(lambda d: d.update(schema_version="1.4")))
     with pytest.raises(ExportError, match="not a valid ATIF document"):
         check_atif({"steps": []})
@@ -158,7 +168,9 @@ def test_atif_of_a_session_with_a_subagent_embeds_it() -> None:
             "message": {
                 "role": "assistant",
                 "content": "",
-                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "task", "arguments": "{}"}}],
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "task", "arguments": "{}"}}
+                ],
             },
             "usage": {"promptTokens": 10, "completionTokens": 2, "cacheHitTokens": 4},
         },
@@ -171,7 +183,9 @@ def test_atif_of_a_session_with_a_subagent_embeds_it() -> None:
     doc = json.loads(export(parent, "atif", children=[child]).text)
     assert atif_errors(doc) == []
     result = doc["steps"][2]["observation"]["results"][0]
-    assert result["source_call_id"] == "c1" and result["subagent_trajectory_ref"] == [{"trajectory_id": "child"}]
+    assert result["source_call_id"] == "c1" and result["subagent_trajectory_ref"] == [
+        {"trajectory_id": "child"}
+    ]
     assert [t["trajectory_id"] for t in doc["subagent_trajectories"]] == ["child"]
     assert doc["steps"][2]["metrics"] == {"prompt_tokens": 10, "completion_tokens": 2, "cached_tokens": 4}
     with pytest.raises(ExportError, match="no messages"):

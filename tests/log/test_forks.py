@@ -104,7 +104,13 @@ def test_a_missing_parent_is_named(tmp_path: Path) -> None:
 
 
 def _write_fork(path: Path, sid: str, parent: str, log: str, at: int = 0) -> None:
-    header = {"type": "session", "version": 1, "id": sid, "createdAt": 1, "parent": fork_link(parent, at, log)}
+    header = {
+        "type": "session",
+        "version": 1,
+        "id": sid,
+        "createdAt": 1,
+        "parent": fork_link(parent, at, log),
+    }
     path.write_text(json.dumps(header) + "\n", encoding="utf-8")
 
 
@@ -128,7 +134,7 @@ def test_a_reference_that_does_not_match_its_parent_is_refused(tmp_path: Path) -
     with pytest.raises(ParentLogError, match="holds session 'parent', not 'someone-else'"):
         Session.load(tmp_path / "wrong-id.jsonl")
     _write_fork(tmp_path / "too-far.jsonl", "t", "parent", "parent.jsonl", at=99)
-    with pytest.raises(ParentLogError, match="at event #99, but .* holds 5 events"):
+    with pytest.raises(ParentLogError, match=r"at event #99, but .* holds 5 events"):
         Session.load(tmp_path / "too-far.jsonl")
 
 

@@ -73,7 +73,9 @@ def test_resubscribing_during_concurrent_appends_loses_and_repeats_nothing() -> 
             done = threading.Event()
             box: list[Any] = []
 
-            def on_event(event: Mapping[str, Any], box: list[Any] = box, done: threading.Event = done) -> None:
+            def on_event(
+                event: Mapping[str, Any], box: list[Any] = box, done: threading.Event = done
+            ) -> None:
                 if done.is_set():
                     return  # a UI that dropped its connection hears nothing more
                 got.append(int(event["seq"]))
@@ -127,7 +129,7 @@ print("done", flush=True)
 
 def _read_lines(proc: subprocess.Popen[str], count: int) -> list[dict[str, Any]]:
     assert proc.stdout is not None
-    out = []
+    out: list[dict[str, Any]] = []
     while len(out) < count:
         line = proc.stdout.readline()
         if not line:
@@ -144,7 +146,19 @@ def test_tail_follow_prints_each_event_once_while_another_process_appends(tmp_pa
     s.close()
     env = cli_env(tmp_path / "home")
     tail = subprocess.Popen(
-        [sys.executable, "-m", "foldlog", "log", "tail", str(path), "--follow", "--from", "2", "--interval", "0.05"],
+        [
+            sys.executable,
+            "-m",
+            "foldlog",
+            "log",
+            "tail",
+            str(path),
+            "--follow",
+            "--from",
+            "2",
+            "--interval",
+            "0.05",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -154,7 +168,11 @@ def test_tail_follow_prints_each_event_once_while_another_process_appends(tmp_pa
         first = _read_lines(tail, 3)  # events 2..4, stored before it started
         assert [e["seq"] for e in first] == [2, 3, 4]
         appender = subprocess.run(
-            [sys.executable, "-c", _APPENDER, str(path), "30"], capture_output=True, text=True, env=env, timeout=120
+            [sys.executable, "-c", _APPENDER, str(path), "30"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
         )
         assert appender.returncode == 0, appender.stderr
         later = _read_lines(tail, 30)
@@ -177,7 +195,9 @@ def test_tail_without_follow_and_a_fork(tmp_path: Path) -> None:
     s.close()
     env = cli_env(tmp_path / "home")
     run = [sys.executable, "-m", "foldlog", "log", "tail"]
-    last = subprocess.run([*run, str(tmp_path / "p.jsonl")], capture_output=True, text=True, env=env, timeout=60)
+    last = subprocess.run(
+        [*run, str(tmp_path / "p.jsonl")], capture_output=True, text=True, env=env, timeout=60
+    )
     assert [json.loads(x)["seq"] for x in last.stdout.splitlines()] == list(range(3, 13))
     assert fork.path is not None
     forked = subprocess.run(
@@ -185,6 +205,8 @@ def test_tail_without_follow_and_a_fork(tmp_path: Path) -> None:
     )
     lines = [json.loads(x) for x in forked.stdout.splitlines()]
     assert [e["seq"] for e in lines] == [4, 5, 6] and lines[-1]["data"]["content"] == "in the fork"
-    bad = subprocess.run([*run, str(fork.path), "--from", "-1"], capture_output=True, text=True, env=env, timeout=60)
+    bad = subprocess.run(
+        [*run, str(fork.path), "--from", "-1"], capture_output=True, text=True, env=env, timeout=60
+    )
     assert bad.returncode != 0 and "--from -1" in bad.stderr
     assert os.environ.get("FOLDLOG_HOME") != str(tmp_path / "home")

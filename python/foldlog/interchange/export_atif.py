@@ -200,7 +200,7 @@ def trajectory(
     if not steps.steps:
         raise ExportError(f"session {session.id} has no messages: an ATIF trajectory needs at least one step")
     model = next((r.model for r in walk.records if isinstance(r, Reply) and r.model), None) or session.model
-    from foldlog import __version__
+    from foldlog._core import __version__
 
     agent: dict[str, Any] = {"name": "foldlog", "version": str(__version__)}
     if model:
