@@ -105,8 +105,11 @@ def resolve_bytes(path: Path, data: bytes, _chain: tuple[Path, ...] = ()) -> tup
 
 def read_file(path: Path) -> tuple[_native.Log, dict[str, Any]]:
     """`_native.Log.read_file`, following a fork's reference to its parent's log."""
-    with open(path, "rb") as f:
-        head = f.readline(1 << 16)
+    try:
+        with open(path, "rb") as f:
+            head = f.readline(1 << 16)
+    except OSError:
+        return _native.Log.read_file(path)  # the core's StorageError names the file and why
     if fork_reference(head.rstrip(b"\r\n")) is None:
         return _native.Log.read_file(path)
     data, _ = resolve_bytes(path, path.read_bytes())

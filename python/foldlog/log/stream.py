@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from foldlog.errors import UnknownSeqError
+from foldlog.errors import StorageError, UnknownSeqError
 
 log = logging.getLogger("foldlog.session")
 
@@ -91,7 +91,10 @@ class LogFollower:
         from foldlog.log.forks import resolve_bytes
 
         self.path = Path(path)
-        data = self.path.read_bytes()
+        try:
+            data = self.path.read_bytes()
+        except OSError as exc:
+            raise StorageError(f"cannot read {self.path}: {exc.strerror or exc}") from exc
         self.offset = data.rfind(b"\n") + 1  # complete lines only
         full, _ = resolve_bytes(self.path, data[: self.offset])
         self._core, _info = _native.Log.parse(full, str(self.path), allow_empty=False)
