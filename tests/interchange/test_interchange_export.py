@@ -192,3 +192,28 @@ def test_atif_of_a_session_with_a_subagent_embeds_it() -> None:
         export(Session(), "atif")
     with pytest.raises(ExportError, match="unknown export format 'yaml'"):
         export(parent, "yaml")
+
+
+def test_surface_rewrites_the_formats_cannot_say_are_named_in_the_warnings() -> None:
+    s = Session(system="sys", id="rewrites")
+    s.add({"role": "user", "content": "q"})
+    call = {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+    s.add({"role": "assistant", "content": "", "tool_calls": [call]})
+    result = s.add({"role": "tool", "tool_call_id": "c1", "content": "a long output"})
+    s.append_event(
+        "tool/result",
+        {
+            "turn": 0,
+            "step": 0,
+            "message": {"role": "tool", "toolCallId": "c1", "content": "[elided]", "isError": False},
+        },
+        surface_op={"op": "replace", "start": result, "end": result},
+        source_event_seqs=[result],
+    )
+    codex = export(s, "codex")
+    assert any("1 pruned copy(ies) of tool results left out" in w for w in codex.warnings)
+    assert "a long output" in codex.text and "[elided]" not in codex.text
+    s.replace([{"role": "user", "content": "start over"}])
+    claude = export(s, "claude-code")
+    assert any("surface reset" in w for w in claude.warnings)
+    assert claude.text.count('"type": "user"') == 3  # q, the original result, start over
