@@ -65,9 +65,34 @@ class UncountableValueError(FoldlogError, TypeError):
     """A value that is not text, a message or a list of messages was given to a token counter."""
 
 
+class ForkError(FoldlogError, ValueError):
+    """A fork that cannot be made: a fork point that is not an event of the parent (or not yet
+    stored), a session without a place to fork into."""
+
+
+class UnknownSeqError(FoldlogError, IndexError):
+    """A seq the log does not hold: a stream asked to resume after an event that does not exist
+    (`Session.events_since`, `Session.subscribe(after_seq=…)`)."""
+
+
+class ParentLogError(StorageError):
+    """A fork's reference to its parent's log cannot be followed: the parent's log is missing,
+    holds another session, has fewer events than the fork point, or the chain of references
+    loops or is too deep. ``parent`` names the parent's log file."""
+
+    def __init__(self, message: str, *, parent: str | None = None) -> None:
+        super().__init__(message)
+        self.parent = parent
+
+
 class TokenizerError(FoldlogError, ValueError):
     """A tokenizer cannot be loaded (its data file is missing or not in a supported form), or
     token ids were asked of the estimate, which has none."""
+
+
+class ExportError(FoldlogError, ValueError):
+    """A session that cannot be written in the format asked for (an unknown format, a session
+    the format has no form for: ATIF needs at least one step)."""
 
 
 # --- the agent loop ------------------------------------------------------------------------
@@ -198,7 +223,9 @@ __all__ = [
     "ConfigError",
     "ConfigTypeError",
     "CorruptLogError",
+    "ExportError",
     "FoldlogError",
+    "ForkError",
     "HookError",
     "HookRefused",
     "ImmutableHistoryError",
@@ -210,6 +237,7 @@ __all__ = [
     "MessageIndexError",
     "NothingToRunError",
     "OutputExistsError",
+    "ParentLogError",
     "ProviderError",
     "ProviderTimeout",
     "RunCancelled",
@@ -220,6 +248,7 @@ __all__ = [
     "StreamProtocolError",
     "TokenizerError",
     "UncountableValueError",
+    "UnknownSeqError",
     "UnsupportedContentError",
     "UnsupportedFormatError",
 ]

@@ -1,4 +1,4 @@
-"""``foldlog log show|inspect|repair|import|export``."""
+"""``foldlog log show|inspect|repair|import`` (and ``export``, ``fork``, ``tail``: their own modules)."""
 
 from __future__ import annotations
 
@@ -14,17 +14,16 @@ from foldlog.cli.common import config_from_args, console, session_path, surface_
 from foldlog.cli.exits import EXIT_OK, UsageError
 from foldlog.cli.render import print_events, print_messages
 from foldlog.errors import OutputExistsError, SessionNotFoundError
-from foldlog.log.frozen import thaw
 
 if TYPE_CHECKING:
     from foldlog.log.session import Session
 
 
 def add_parser(verbs: Any) -> None:
-    """``log show|inspect|repair|import|export``."""
+    """``log show|inspect|repair|import|export|fork|tail``."""
     from foldlog.interchange import FORMATS
 
-    log = verbs.add_parser("log", help="show, inspect, repair, import and export session logs")
+    log = verbs.add_parser("log", help="show, inspect, repair, import, export, fork and tail session logs")
     log_verbs = log.add_subparsers(dest="log_verb", metavar="ACTION")
     log_verbs.required = True
     show = log_verbs.add_parser("show", help="print the conversation a log derives")
@@ -57,16 +56,11 @@ def add_parser(verbs: Any) -> None:
     imp.add_argument("--force", action="store_true", help="overwrite existing output files")
     imp.add_argument("--json", action="store_true", help="print what was written as JSON")
     imp.set_defaults(func=cmd_import)
-    exp = log_verbs.add_parser("export", help="write a log's derived messages in another format")
-    exp.add_argument("--to", dest="target_format", required=True, choices=("openai",))
-    exp.add_argument("src", metavar="PATH|ID")
-    exp.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
-    exp.add_argument(
-        "--wire",
-        action="store_true",
-        help="apply the strict send normalizer (exactly what a request would carry)",
-    )
-    exp.set_defaults(func=cmd_export)
+    from foldlog.cli import log_export, log_fork, log_tail
+
+    log_export.add_parser(log_verbs)
+    log_fork.add_parser(log_verbs)
+    log_tail.add_parser(log_verbs)
 
 
 def _load(path: Path) -> Session:
@@ -264,19 +258,3 @@ def cmd_import(args: argparse.Namespace) -> int:
 def _repair_note(repair: Mapping[str, Any]) -> str:
     what = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in repair.items())
     return f"\n  loading it repairs the source's gaps ({what}); `foldlog log repair` appends the fixes"
-
-
-# --- export --------------------------------------------------------------------------------
-
-
-def cmd_export(args: argparse.Namespace) -> int:
-    path = session_path(args.src, config_from_args(args))
-    session = _load(path)
-    messages = session.wire_messages() if args.wire else [dict(m) for m in session.derive_messages()]
-    text = json.dumps(thaw(messages), indent=2, ensure_ascii=False) + "\n"
-    if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
-        print(f"{args.output}: {len(messages)} messages", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
-    return EXIT_OK

@@ -1,4 +1,8 @@
-"""``foldlog sessions``: the sessions folder, newest first."""
+"""``foldlog sessions``: the sessions folder, newest first, as a tree.
+
+A session whose header names a parent (a fork, a sub-agent's session) is listed under it,
+indented; a session whose parent is not in the folder is listed at the top level.
+"""
 
 from __future__ import annotations
 
@@ -20,16 +24,56 @@ def add_parser(verbs: Any) -> None:
     sessions.set_defaults(func=cmd_sessions)
 
 
-def row(info: SessionInfo) -> dict[str, Any]:
+def tree(infos: list[SessionInfo]) -> list[tuple[SessionInfo, int]]:
+    """The sessions in tree order with their depth: each top-level session (newest first)
+    followed by its children (newest first), theirs under them, and so on."""
+    ids = {i.id for i in infos}
+    children: dict[str, list[SessionInfo]] = {}
+    roots: list[SessionInfo] = []
+    for info in infos:  # already newest first
+        if info.parent is not None and info.parent in ids and info.parent != info.id:
+            children.setdefault(info.parent, []).append(info)
+        else:
+            roots.append(info)
+    out: list[tuple[SessionInfo, int]] = []
+    seen: set[str] = set()
+
+    def walk(info: SessionInfo, depth: int) -> None:
+        if info.id in seen:
+            return  # two files with one id, or a loop of parent links: list each once
+        seen.add(info.id)
+        out.append((info, depth))
+        for child in children.get(info.id, []):
+            walk(child, depth + 1)
+
+    for root in roots:
+        walk(root, 0)
+    for info in infos:  # a loop of parents has no root: list what is left at the top
+        walk(info, 0)
+    return out
+
+
+def row(info: SessionInfo, depth: int = 0) -> dict[str, Any]:
     """One session of ``foldlog sessions --json``."""
     return {
         "id": info.id,
+        "parent": info.parent,
+        "parent_kind": info.parent_kind,
+        "depth": depth,
         "path": info.path,
         "size": info.size,
         "last_used": info.updated / 1000,
         "turns": info.turns,
         "preview": info.preview or "",
     }
+
+
+def _label(info: SessionInfo, depth: int) -> str:
+    """The id column: children indented under their parent, with how they come from it."""
+    if depth == 0:
+        return info.id
+    kind = f" ({info.parent_kind})" if info.parent_kind else ""
+    return "  " * (depth - 1) + "└ " + info.id + kind
 
 
 def _ago(updated_ms: int, now: float) -> str:
@@ -42,13 +86,16 @@ def _ago(updated_ms: int, now: float) -> str:
 
 def cmd_sessions(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
-    infos = list_sessions(cfg.sessions_dir)
+    rows = tree(list_sessions(cfg.sessions_dir))
     if args.limit:
-        infos = infos[: args.limit]
+        # the limit counts top-level sessions: a session is listed with all its children
+        tops = [n for n, (_, depth) in enumerate(rows) if depth == 0]
+        if len(tops) > args.limit:
+            rows = rows[: tops[args.limit]]
+    infos = [info for info, _ in rows]
     if args.json:
-        print(
-            json.dumps({"sessions_dir": str(cfg.sessions_dir), "sessions": [row(i) for i in infos]}, indent=2)
-        )
+        listing = [row(i, d) for i, d in rows]
+        print(json.dumps({"sessions_dir": str(cfg.sessions_dir), "sessions": listing}, indent=2))
         return EXIT_OK
     out = console()
     if not infos:
@@ -58,7 +105,8 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
     table = Table(title=str(cfg.sessions_dir), title_justify="left", box=None, pad_edge=False)
     # rich drops whole columns when no_wrap cells cannot fit, so the preview is cut to the room left
-    id_width = min(max(len(i.id) for i in infos), 40)
+    labels = [_label(info, depth) for info, depth in rows]
+    id_width = min(max(len(label) for label in labels), 48)
     room = max(out.width - id_width - 9 - 5 - 10 - 8, 8)
     table.add_column("id", no_wrap=True, overflow="ellipsis", max_width=id_width)
     table.add_column("last used", no_wrap=True)
@@ -66,9 +114,9 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     table.add_column("size", justify="right", no_wrap=True)
     table.add_column("preview", no_wrap=True)
     now = time.time()
-    for info in infos:
+    for info, label in zip(infos, labels, strict=True):
         preview = info.preview or ""
         preview = preview if len(preview) <= room else preview[: room - 1] + "…"
-        table.add_row(info.id, _ago(info.updated, now), str(info.turns), human_size(info.size), preview)
+        table.add_row(label, _ago(info.updated, now), str(info.turns), human_size(info.size), preview)
     out.print(table)
     return EXIT_OK

@@ -1,7 +1,9 @@
-"""Transcript interchange: foreign agent transcripts in, OpenAI ``messages`` out.
+"""Transcript interchange: foreign agent transcripts in, sessions out in other tools' formats.
 
 ``convert(format, path)`` returns :class:`Conversation` objects (one per transcript in the
-file); ``write_conversation`` records one through a :class:`foldlog.Session`.
+file); ``write_conversation`` records one through a :class:`foldlog.Session`;
+``export(session, fmt)`` writes a session as OpenAI messages, ATIF, Claude Code or Codex
+(`foldlog.interchange.exports`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from foldlog.errors import ConfigError
 from foldlog.interchange.events import Conversation, ImportCounts, ImportedEvent, TranscriptError
 
 if TYPE_CHECKING:
+    from foldlog.interchange.exports import EXPORT_FORMATS, Exported, export
     from foldlog.interchange.writer import write_conversation
 
 # CLI name -> module with ``convert(path) -> list[Conversation]``
@@ -38,15 +41,26 @@ def convert(format: str, path: str | Path) -> list[Conversation]:
 
 
 # the writer imports the session layer: loaded on first use
-__getattr__, __dir__ = lazy_attributes(globals(), {"write_conversation": "foldlog.interchange.writer"})
+__getattr__, __dir__ = lazy_attributes(
+    globals(),
+    {
+        "write_conversation": "foldlog.interchange.writer",
+        "export": "foldlog.interchange.exports",
+        "Exported": "foldlog.interchange.exports",
+        "EXPORT_FORMATS": "foldlog.interchange.exports",
+    },
+)
 
 
 __all__ = [
+    "EXPORT_FORMATS",
     "FORMATS",
     "Conversation",
+    "Exported",
     "ImportCounts",
     "ImportedEvent",
     "TranscriptError",
     "convert",
+    "export",
     "write_conversation",
 ]

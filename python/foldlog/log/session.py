@@ -9,7 +9,6 @@ every tool batch) and on `close()`.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import secrets
@@ -22,18 +21,17 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from foldlog import _core as _native
 from foldlog.errors import ConfigError, InvalidEventError, StorageError
+from foldlog.log.counting import TokenCounts
 from foldlog.log.frozen import EventsView, MessageSequence, freeze, thaw
+from foldlog.log.stream import Subscriber, Subscription, check_after_seq
 from foldlog.stores.base import StoreWriter
 
 if TYPE_CHECKING:
-    from foldlog._core import PlanHistory
-    from foldlog.log.tokens import TokenCount, Tokenizer
     from foldlog.log.wire import WireMessages
 
 log = logging.getLogger("foldlog.session")
 
 Durability = Literal["batch", "event", "none"]
-Subscriber = Callable[[Mapping[str, Any]], object]
 
 
 def now_ms() -> int:
@@ -53,7 +51,7 @@ def header_line(
     return _native.header_line(session_id, now_ms(), dict(meta or {}), dict(parent) if parent else None)
 
 
-class Session:
+class Session(TokenCounts):
     """An append-only, typed event log and the chat history derived from it."""
 
     #: the core log; ``None`` while released (see `release`)
@@ -82,7 +80,9 @@ class Session:
         self._writer: StoreWriter | None = None
         self._durability: Durability = "batch"
         self._lock = threading.RLock()
-        self._subscribers: list[Subscriber] = []
+        self._subscribers: list[Subscription] = []
+        #: the store of a session opened on a store object (a fork into it copies)
+        self._store: Any = None
         self.normalized_dirty = False
         self.repair_report: dict[str, Any] = {}
         self.torn_tail: dict[str, int] | None = None
@@ -135,7 +135,9 @@ class Session:
         a log always starts with its header; `open` is what starts one); a log from a newer
         foldlog raises `UnsupportedFormatError`.
         """
-        core, info = _native.Log.read_file(Path(path))
+        from foldlog.log.forks import read_file
+
+        core, info = read_file(Path(path))
         self = cls._from_core(core, info, str(path))
         self._normalize()
         return self
@@ -193,17 +195,22 @@ class Session:
         else:
             writer = store.open_writer(sid, head)
         try:
-            data = writer.read_log()
+            data, shift = writer.read_log(), 0
+            if path is not None:
+                from foldlog.log.forks import resolve_bytes
+
+                data, shift = resolve_bytes(path, data)  # a fork reads its parent's log too
             core, info = _native.Log.parse(data, str(path or sid))
             if info["torn"] is not None or info["missing_newline"]:
                 cut = getattr(writer, "cut_tail", None)
                 if cut is None:
                     raise StorageError(f"session {sid}: stored log has a torn tail the store cannot cut")
-                cut(info["valid_len"], info["missing_newline"])
+                cut(info["valid_len"] - shift, info["missing_newline"])
             self = cls._from_core(core, info, str(path or sid))
             self.id = sid if core.header is None else self.id
             core.mark_flushed(len(core))
             self.path = path
+            self._store = None if isinstance(store, FileStore) else store
             self._writer = writer
             self._durability = durability
             self._normalize()
@@ -220,13 +227,8 @@ class Session:
     def _committed(self, seq: int) -> int:
         if self._durability == "event" and self._writer is not None:
             self.flush()
-        if self._subscribers:
-            event = self.events[seq]
-            for fn in list(self._subscribers):
-                try:
-                    fn(event)
-                except Exception:
-                    log.exception("session subscriber %r failed on event #%d", fn, seq)
+        for sub in list(self._subscribers):
+            sub.catch_up(seq)
         return seq
 
     def add(self, message: Mapping[str, Any]) -> int:
@@ -393,7 +395,9 @@ class Session:
             if self._writer is not None:
                 path = getattr(self._writer, "path", None)
                 if isinstance(path, Path):
-                    core, info = _native.Log.read_file(path)
+                    from foldlog.log.forks import read_file
+
+                    core, info = read_file(path)
                 else:
                     core, info = _native.Log.parse(self._writer.read_log(), source, allow_empty=False)
                 if info["torn"] is not None:
@@ -416,18 +420,53 @@ class Session:
         """Write the whole log to a new file (atomically: temp file, fsync, rename)."""
         _native.write_file(Path(path), self._core.to_bytes())
 
-    def subscribe(self, fn: Subscriber) -> Callable[[], None]:
-        """Call ``fn(event)`` after each event is recorded. Returns a function that unsubscribes.
+    def subscribe(self, fn: Subscriber, *, after_seq: int | None = None) -> Callable[[], None]:
+        """Call ``fn(event)`` for each event recorded from now on; with ``after_seq``, first for
+        every event after that seq already in the log (-1: all of them), then live — each event
+        once, in seq order, without a gap, even while other threads append (a UI that lost its
+        connection resumes with the last seq it saw). Returns a function that unsubscribes: once it
+        returns, ``fn`` is not running and is not called again.
 
-        An exception in a subscriber is logged and never breaks the writer.
-        """
-        self._subscribers.append(fn)
+        ``fn`` runs in the thread that appended the event (or, for the replay, in this one). An
+        exception in a subscriber is logged and never breaks the writer. An ``after_seq`` the log
+        does not hold raises `UnknownSeqError`."""
+        with self._lock:
+            last = len(self._core) - 1
+            start = last + 1 if after_seq is None else check_after_seq(after_seq, last + 1) + 1
+            sub = Subscription(fn, start, self._read_events)
+            self._subscribers.append(sub)
+        sub.catch_up(last)
 
         def unsubscribe() -> None:
-            if fn in self._subscribers:
-                self._subscribers.remove(fn)
+            sub.close()
+            if sub in self._subscribers:
+                self._subscribers.remove(sub)
 
         return unsubscribe
+
+    def _read_events(self, start: int, end: int) -> tuple[Mapping[str, Any], ...]:
+        return tuple(self.events[start:end])
+
+    def events_since(self, seq: int) -> tuple[Mapping[str, Any], ...]:
+        """The events after ``seq`` (-1: all), as read-only mappings: what a reader that has seen
+        events up to ``seq`` missed. `UnknownSeqError` when the log has no event ``seq``."""
+        with self._lock:
+            n = len(self._core)
+            return self._read_events(check_after_seq(seq, n) + 1, n)
+
+    def fork(self, at_seq: int | None = None, path: str | os.PathLike[str] | None = None) -> Session:
+        """A new session whose history is this one's up to and including event ``at_seq``
+        (default: the last event), and which goes on by itself: its header names this session
+        and the fork point (docs/log-format.md, "Forks").
+
+        A session open on a file forks into a file (``path``, default: a new id in the same
+        folder) that refers to this log instead of copying it, open for writing; a session on
+        another store (PostgreSQL) forks into a new session of that store holding a copy; a
+        session in memory forks into memory (or into ``path``, copied). `ForkError` when there is
+        no event ``at_seq``."""
+        from foldlog.log.forks import fork_session
+
+        return fork_session(self, at_seq, path, None)
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -525,85 +564,6 @@ class Session:
     def flush_syncs(self) -> bool:
         """Whether `flush()` waits for the disk (an fsync): async callers run it off the event loop."""
         return self._writer is not None and self._durability != "none"
-
-    # --- token counts ------------------------------------------------------------------------
-
-    def _tokenizer(self, model: str | None) -> Tokenizer:
-        from foldlog.log.tokens import DEFAULT_MODEL, Tokenizer, calibrated_tokens_per_char
-
-        name = model or self.model or DEFAULT_MODEL
-        tok = Tokenizer.for_model(name)
-        reported = self._reported
-        if not tok.exact and reported is not None:
-            # characters per token learned from what the provider reported for this session
-            if self._calibrated_for != reported:
-                msgs = self.derive_messages()[: reported[2]]
-                chars = sum(len(json.dumps(m, ensure_ascii=False)) for m in msgs)
-                self._calibration = [*self._calibration[-31:], (chars, reported[0])]
-                self._calibrated_for = reported
-            tok = Tokenizer.for_model(name, tokens_per_char=calibrated_tokens_per_char(self._calibration))
-        return tok
-
-    def token_count(self, model: str | None = None, tools: Sequence[Mapping[str, Any]] = ()) -> TokenCount:
-        """Prompt tokens of the surface as the next request would carry it: its messages (with the
-        model family's framing), the request priming and, when given, the tool schemas.
-
-        A `TokenCount`: an ``int`` whose ``exact`` says whether the figure is exact — False for
-        models without an exact tokenizer (the calibrated estimate) and when a message holds
-        non-text content (images, audio, files: estimated, see docs/tokens.md).
-
-        With an exact tokenizer each event is counted once: the count is kept with the event
-        (``"tokens": {"deepseek-v4": n}`` in its line when it is flushed, with
-        ``"tokensEstimated": true`` when part of it is an estimate), so a resumed session
-        recounts nothing; a different tokenizer counts again.
-        """
-        from foldlog.log.tokens import TokenCount
-
-        tok = self._tokenizer(model)
-        with self._lock:
-            total = self._core.surface_token_total(tok._counter)
-            tokens: int
-            exact: bool
-            if total is None:
-                tokens, exact = sum(int(tok.count_message(m)) for m in self.derive_messages()), False
-            else:
-                tokens, exact = total[0], total[1] == 0
-        extra = tok.count_tools(tools) if tools else 0
-        return TokenCount(int(tokens) + extra + int(tok.request_overhead()), exact=exact and tok.exact)
-
-    def token_counts(self, model: str | None = None) -> list[int] | None:
-        """The tokens of each derived message (parallel to `derive_messages`) with ``model``'s
-        exact tokenizer, from the same per-event cache as `token_count` (each event counted
-        once); ``None`` when the model has no exact tokenizer."""
-        tok = self._tokenizer(model)
-        if not tok.exact:
-            return None
-        with self._lock:
-            return self._core.surface_token_counts(tok._counter)
-
-    def plan_history(self, model: str | None = None) -> PlanHistory:
-        """The compaction planner's view of the derived messages, built in the core (the only
-        builder): each message counted with ``model``'s tokenizer — an exact one reads the counts
-        kept in the log (recounting nothing), the estimate uses the ratio calibrated on this
-        session's reported usage — and digests read from the log (a ``user/message`` whose
-        surface op is a fold), never from text."""
-        tok = self._tokenizer(model)
-        with self._lock:
-            return self._core.plan_history(tok._counter)
-
-    def tokenizer(self, model: str | None = None) -> Tokenizer:
-        """The tokenizer this session counts ``model``'s tokens with (default: the session's
-        model): exact where foldlog knows the model, else the estimate at the ratio calibrated on
-        this session's reported usage — what `token_count` and `plan_history` count with."""
-        return self._tokenizer(model)
-
-    def record_prompt_tokens(self, prompt_tokens: int) -> None:
-        """Remember the provider's reported ``prompt_tokens`` for a request of the current surface
-        (the agent's replies do this through their usage): estimating tokenizers calibrate on it."""
-        with self._lock:
-            # cheap on purpose (the agent calls this every step): the calibration of estimating
-            # tokenizers is derived from it only when an estimate is asked for
-            self._reported = (prompt_tokens, self.rewrite_version, self._core.derived_len())
 
     def stats(self) -> dict[str, Any]:
         """Counts of the log as stored (the events the load repair added are left out) and of

@@ -48,6 +48,10 @@ class SessionInfo:
     preview: str | None
     #: the file that holds the log (file stores); None for a database
     path: str | None = None
+    #: the session the header names as this one's parent (a fork's, a sub-agent's), or None
+    parent: str | None = None
+    #: how it comes from its parent: ``"fork"``, ``"subagent"`` (the header's ``parent.kind``)
+    parent_kind: str | None = None
 
 
 @runtime_checkable

@@ -54,6 +54,19 @@ def _last_seq(data: bytes) -> int:
             continue
         if isinstance(ev, dict) and ev.get("type") != "session" and isinstance(ev.get("seq"), int):
             return int(ev["seq"])
+        if isinstance(ev, dict) and ev.get("type") == "session":
+            return _fork_base(ev)
+    return -1
+
+
+def _fork_base(header: dict[str, object]) -> int:
+    """Seq of the last event a header's own file does not hold: a fork that reads its parent's
+    log continues the parent's seqs after the fork point (docs/log-format.md, "Forks")."""
+    parent = header.get("parent")
+    if isinstance(parent, dict) and parent.get("kind") == "fork" and "log" in parent:
+        at = parent.get("atSeq")
+        if isinstance(at, int) and not isinstance(at, bool) and at >= 0:
+            return at
     return -1
 
 
@@ -196,11 +209,17 @@ def describe(path: Path) -> SessionInfo:
     data = path.read_bytes()
     session_id, created = path.stem, int(stat.st_mtime * 1000)
     first = data.split(b"\n", 1)[0]
+    parent: str | None = None
+    kind: str | None = None
     try:
         header = json.loads(first)
         if isinstance(header, dict) and header.get("type") == "session":
             session_id = str(header.get("id") or session_id)
             created = int(header.get("createdAt") or created)
+            link = header.get("parent")
+            if isinstance(link, dict) and isinstance(link.get("id"), str):
+                parent = link["id"]
+                kind = link["kind"] if isinstance(link.get("kind"), str) else None
     except ValueError:
         pass
     return SessionInfo(
@@ -213,4 +232,6 @@ def describe(path: Path) -> SessionInfo:
         holder=holder_of(path),
         preview=preview_of(data),
         path=str(path),
+        parent=parent,
+        parent_kind=kind,
     )

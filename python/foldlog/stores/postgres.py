@@ -268,6 +268,8 @@ class PostgresStore:
                 turns=int(r[8]),
                 holder=_holder_text(r[6], r[7]) if r[7] is not None else None,
                 preview=r[5],
+                parent=_parent_of(r[9])[0],
+                parent_kind=_parent_of(r[9])[1],
             )
             for r in rows
         ]
@@ -314,7 +316,8 @@ def _watch_client(conn: psycopg.Connection[Any]) -> None:
 
 
 _LIST_SQL = """
-SELECT s.id, s.created, s.updated, s.last_seq, s.size, s.preview, a.application_name, l.pid, s.turns
+SELECT s.id, s.created, s.updated, s.last_seq, s.size, s.preview, a.application_name, l.pid, s.turns,
+    s.header
 FROM foldlog.sessions AS s
 LEFT JOIN pg_locks AS l
     ON l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
@@ -515,6 +518,18 @@ class PostgresWriter:
     def __repr__(self) -> str:
         state = "closed" if self._conn is None else "open"
         return f"<PostgresWriter {self.session_id!r} {state} {self.holder}>"
+
+
+def _parent_of(header: str) -> tuple[str | None, str | None]:
+    """The header's parent link: (parent id, kind), or (None, None)."""
+    try:
+        link = json.loads(header).get("parent")
+    except (ValueError, AttributeError):
+        return None, None
+    if not isinstance(link, dict) or not isinstance(link.get("id"), str):
+        return None, None
+    kind = link.get("kind")
+    return link["id"], kind if isinstance(kind, str) else None
 
 
 def _created_ms(header: str) -> int:

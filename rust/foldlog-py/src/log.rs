@@ -528,6 +528,22 @@ impl Log {
         result.map_err(|e| err_to_py(py, e, None))
     }
 
+    /// The lines of events `start..end` as stored (each ending in `\n`), without the header:
+    /// what a fork reads of its parent's log up to the fork point.
+    fn event_lines<'py>(
+        &self,
+        py: Python<'py>,
+        start: usize,
+        end: usize,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = self.with_read(py, |log| {
+            let end = end.min(log.len());
+            let start = start.min(end);
+            writer::lines(&log.events()[start..end])
+        })?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
     /// The whole log as file bytes (header first when there is one).
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let bytes = self.with_read(py, |log| writer::file_bytes(log.header(), log.events()))?;

@@ -1,0 +1,81 @@
+"""``foldlog log tail SESSION [--follow] [--from SEQ] [-n N]``: a log's events as JSONL lines.
+
+Without ``--from`` the last ``N`` events; with it, every event from that seq on (a reader that
+saw events up to ``S`` resumes with ``--from S+1``). ``--follow`` then polls the file and prints
+each complete line the writer adds, until Ctrl-C or SIGTERM, which end it cleanly (exit 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from typing import Any
+
+from foldlog.cli.common import config_from_args, session_path
+from foldlog.cli.exits import EXIT_OK, UsageError
+
+
+def add_parser(log_verbs: Any) -> None:
+    tail = log_verbs.add_parser("tail", help="print a log's events as JSON lines (and follow it)")
+    tail.add_argument("session", metavar="PATH|ID")
+    tail.add_argument("-f", "--follow", action="store_true", help="keep printing events as they are written")
+    tail.add_argument("--from", dest="from_seq", type=int, metavar="SEQ", help="start at this event's seq")
+    tail.add_argument(
+        "-n", "--lines", type=int, default=10, metavar="N", help="the last N events (default 10)"
+    )
+    tail.add_argument(
+        "--interval",
+        type=float,
+        default=0.2,
+        metavar="SECONDS",
+        help="how often --follow looks (default 0.2)",
+    )
+    tail.set_defaults(func=cmd_tail)
+
+
+def _write(lines: list[bytes]) -> None:
+    if lines:
+        out = sys.stdout.buffer
+        out.write(b"\n".join(lines) + b"\n")
+        out.flush()
+
+
+def cmd_tail(args: argparse.Namespace) -> int:
+    from foldlog.log.stream import LogFollower
+
+    if args.from_seq is not None and args.from_seq < 0:
+        raise UsageError(f"--from {args.from_seq}: a seq is 0 or more")
+    if args.lines < 0:
+        raise UsageError(f"-n {args.lines}: a count is 0 or more")
+    if args.interval <= 0:
+        raise UsageError(f"--interval {args.interval}: must be more than 0")
+    path = session_path(args.session, config_from_args(args))
+    follower = LogFollower(path)
+    start = args.from_seq if args.from_seq is not None else follower.next_seq - args.lines
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        _write(follower.stored(start))
+        while args.follow and not stop.is_set():
+            lines = follower.poll()
+            if args.from_seq is not None:
+                lines = [ln for ln in lines if _after(ln, args.from_seq)]
+            _write(lines)
+            stop.wait(args.interval)
+    except KeyboardInterrupt:
+        pass
+    except BrokenPipeError:
+        sys.stderr.close()  # the reader went away (| head): nothing more to say
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return EXIT_OK
+
+
+def _after(line: bytes, from_seq: int) -> bool:
+    """Whether a followed line is at or after ``--from`` (a fresh log may start below it)."""
+    from foldlog.log.stream import seq_of
+
+    seq = seq_of(line)
+    return seq is None or seq >= from_seq

@@ -1,0 +1,278 @@
+"""A session's history as the records every exporter writes: the one reading of the log they share.
+
+`history(session)` walks the events in seq order and yields what happened, one record per
+message: the system prompt, user messages, assistant replies (with their tool calls), tool
+results, compactions (the digest's summary) and turn ends — with the event's time. The exporters
+(`export_claude_code`, `export_codex`, `export_atif`) only choose how to write each record.
+
+What the surface ops mean for a history (docs/log-format.md, "Surface ops"):
+
+- ``append``: a record, in order.
+- ``fold``: a `Compaction` record (the digest's summary). The formats we write know only one
+  kind of compaction — everything before the summary is summarised — so the nodes a fold left
+  *after* its digest (a kept tail, recorded before the fold) are written after the summary
+  instead of where they were recorded: the history read back derives the same messages.
+- ``replace`` (a pruned copy of a tool result) and ``insert``: the original is written where it
+  happened and the later copy is left out, with a warning; ``reset`` (`Session.replace`) is
+  written as the messages that follow it, with a warning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from foldlog import _core as _native
+from foldlog.log.frozen import thaw
+
+if TYPE_CHECKING:
+    from foldlog.log.session import Session
+
+
+@dataclass(slots=True)
+class System:
+    content: Any
+    time: int
+    seq: int
+
+
+@dataclass(slots=True)
+class User:
+    content: Any
+    time: int
+    seq: int
+    #: the message's ``source`` (``"meta"``, ``"observation"``, …) when it has one
+    source: str | None = None
+
+
+@dataclass(slots=True)
+class Call:
+    id: str
+    name: str
+    #: the raw JSON text the model wrote
+    arguments: str
+
+
+@dataclass(slots=True)
+class Reply:
+    content: Any
+    time: int
+    seq: int
+    reasoning: str | None = None
+    calls: list[Call] = field(default_factory=list)
+    #: foldlog usage (``promptTokens``, ``completionTokens``, ``cacheHitTokens``, …)
+    usage: dict[str, Any] | None = None
+    model: str | None = None
+
+
+@dataclass(slots=True)
+class Result:
+    call_id: str
+    name: str
+    content: Any
+    is_error: bool
+    time: int
+    seq: int
+
+
+@dataclass(slots=True)
+class Compaction:
+    summary: str
+    time: int
+    seq: int
+    trigger: str = "auto"
+    tokens_before: int | None = None
+
+
+@dataclass(slots=True)
+class TurnEnd:
+    turn: int
+    #: the turn/end reason's ``kind`` (``completed``, ``aborted``, ``error``, …)
+    reason: str
+    time: int
+    seq: int
+
+
+Record = System | User | Reply | Result | Compaction | TurnEnd
+
+
+@dataclass(slots=True)
+class History:
+    records: list[Record]
+    warnings: list[str]
+
+
+def message_record(event: Mapping[str, Any]) -> Record | None:
+    """The record of one surface event (None for a type that is not a message)."""
+    kind, data = event.get("type"), thaw(event.get("data") or {})
+    time, seq = int(event.get("time") or 0), int(event.get("seq") or 0)
+    if kind == "system/message":
+        return System(data.get("content"), time, seq)
+    if kind == "user/message":
+        source = data.get("source")
+        return User(data.get("content"), time, seq, source if isinstance(source, str) else None)
+    if kind == "assistant/message":
+        msg = data.get("message") or {}
+        calls = [
+            Call(str(c.get("id") or ""), str((c.get("function") or {}).get("name") or ""), _args(c))
+            for c in msg.get("tool_calls") or []
+            if isinstance(c, dict)
+        ]
+        reasoning = msg.get("reasoning_content")
+        usage = data.get("usage")
+        model = data.get("model")
+        return Reply(
+            msg.get("content"),
+            time,
+            seq,
+            reasoning if isinstance(reasoning, str) else None,
+            calls,
+            usage if isinstance(usage, dict) else None,
+            model if isinstance(model, str) else None,
+        )
+    if kind == "tool/result":
+        msg = data.get("message") or {}
+        return Result(
+            str(msg.get("toolCallId") or ""),
+            str(msg.get("toolName") or ""),
+            msg.get("content"),
+            bool(msg.get("isError")),
+            time,
+            seq,
+        )
+    return None
+
+
+def _args(call: Mapping[str, Any]) -> str:
+    args = (call.get("function") or {}).get("arguments")
+    if isinstance(args, str):
+        return args
+    import json
+
+    return json.dumps(args if args is not None else {}, ensure_ascii=False)
+
+
+def _surface_after(session: Session, seq: int) -> list[int]:
+    """The surface nodes right after event ``seq``, as the core builds them (the log read up to
+    that event)."""
+    core, _ = _native.Log.parse(session._core.event_lines(0, seq + 1), "<prefix>")
+    return core.surface_nodes()
+
+
+def _folds(session: Session) -> tuple[dict[int, list[int]], dict[int, int]]:
+    """For each fold (by its digest's seq): the nodes it left after its digest that were
+    recorded before it — written after its summary, each at the last fold that keeps it so —
+    and how many non-system messages it kept before its digest (the formats cannot say so)."""
+    folds = [
+        int(e.get("seq") or 0)
+        for e in _events(session)
+        if isinstance(e.get("surfaceOp"), Mapping) and e["surfaceOp"].get("op") == "fold"
+    ]
+    last_fold: dict[int, int] = {}
+    lost: dict[int, int] = {}
+    for seq in folds:
+        surface = _surface_after(session, seq)
+        at = surface.index(seq)
+        for node in surface[at + 1 :]:
+            last_fold[node] = seq
+        lost[seq] = sum(1 for n in surface[:at] if session.events[n].get("type") != "system/message")
+    moved_to: dict[int, list[int]] = {}
+    for node in sorted(last_fold):
+        moved_to.setdefault(last_fold[node], []).append(node)
+    return moved_to, lost
+
+
+def history(session: Session) -> History:
+    """The session's history as records, in seq order (see the module's notes on surface ops)."""
+    records: list[Record] = []
+    warnings: list[str] = []
+    pruned = inserted = 0
+    trigger: dict[str, str] = {}
+    tokens_before: dict[str, int] = {}
+    summary_of: dict[str, str] = {}
+    moved_to, lost = _folds(session)
+    moved = {node for nodes in moved_to.values() for node in nodes}
+    for event in _events(session):
+        kind = str(event.get("type"))
+        data = event.get("data") or {}
+        op = event.get("surfaceOp")
+        if kind == "compaction/start":
+            trigger[str(data.get("id"))] = str(data.get("trigger") or "auto")
+            continue
+        if kind == "compaction/summary":
+            cid = str(data.get("id"))
+            if isinstance(data.get("tokensBefore"), int):
+                tokens_before[cid] = int(data["tokensBefore"])
+            if isinstance(data.get("summary"), str):
+                summary_of[cid] = data["summary"]
+            continue
+        if kind == "turn/end":
+            reason = data.get("reason") or {}
+            records.append(
+                TurnEnd(
+                    int(data.get("turn") or 0),
+                    str(reason.get("kind") if isinstance(reason, Mapping) else "completed"),
+                    int(event.get("time") or 0),
+                    int(event.get("seq") or 0),
+                )
+            )
+            continue
+        if op is None:
+            continue  # calls, turn and step starts, chunks, request headers: not messages
+        if isinstance(op, Mapping) and op.get("op") == "fold":
+            seq = int(event.get("seq") or 0)
+            cid = next(reversed(list(trigger)), "")  # the digest closes the latest compaction
+            summary = data.get("content")
+            records.append(
+                Compaction(
+                    summary if isinstance(summary, str) else str(summary_of.get(cid, "")),
+                    int(event.get("time") or 0),
+                    seq,
+                    trigger.get(cid, "auto"),
+                    tokens_before.get(cid),
+                )
+            )
+            if lost.get(seq):
+                warnings.append(
+                    f"the fold at #{seq} kept {lost[seq]} message(s) before its digest: "
+                    "the export's compaction summarises them too"
+                )
+            for node in moved_to.get(seq, []):
+                rec = message_record(session.events[node])
+                if rec is not None:
+                    records.append(rec)
+            continue
+        if isinstance(op, Mapping) and op.get("op") == "replace":
+            pruned += 1
+            continue
+        if isinstance(op, Mapping) and op.get("op") == "reset":
+            warnings.append(
+                f"the surface reset at #{event.get('seq')} (Session.replace) cannot be carried: "
+                "the messages after it follow the earlier ones"
+            )
+        if isinstance(op, Mapping) and op.get("op") == "insert":
+            inserted += 1
+        if int(event.get("seq") or 0) in moved:
+            continue  # written after the summary of the fold that kept it (below the digest)
+        rec = message_record(event)
+        if rec is not None:
+            records.append(rec)
+    if pruned:
+        warnings.append(f"{pruned} pruned copy(ies) of tool results left out: the originals are written")
+    if inserted:
+        warnings.append(
+            f"{inserted} inserted message(s) written where they were recorded, not where inserted"
+        )
+    return History(records, warnings)
+
+
+def _events(session: Session) -> Iterator[Mapping[str, Any]]:
+    yield from session.events
+
+
+def text_of(content: Any) -> str:
+    """The text of message content for formats that carry only text (the core's rule)."""
+    if isinstance(content, str):
+        return content
+    return _native.message_text({"role": "user", "content": content})
