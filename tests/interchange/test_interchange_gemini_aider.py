@@ -19,7 +19,7 @@ from tests.cli.cli_testlib import aider_files, check_well_formed, gemini_files, 
 
 
 def ms(stamp: str) -> int:
-    return int(round(datetime.fromisoformat(stamp).timestamp() * 1000))
+    return round(datetime.fromisoformat(stamp).timestamp() * 1000)
 
 
 def test_gemini_counts_match_source(corpus: Path) -> None:
@@ -158,7 +158,9 @@ def test_aider_mapping_on_the_real_history(corpus: Path) -> None:
     write_conversation(chat, session)
     derived = " ".join(str(m["content"]) for m in session.derive_messages())
     assert "Applied edit to" not in derived and reply.data["message"]["content"][:40] in derived
-    stored = next(ev for ev in session.events if ev["type"] == "assistant/message" and "console" in ev["data"])
+    stored = next(
+        ev for ev in session.events if ev["type"] == "assistant/message" and "console" in ev["data"]
+    )
     assert list(stored["data"]["console"]) == reply.data["console"]
 
 
@@ -179,8 +181,12 @@ def test_aider_fences_and_website_pages(tmp_path: Path) -> None:
     users = [ev.data["content"] for ev in conv.events if ev.type == "user/message"]
     assert users == ["change hello\nto goodbye", "but this is a prompt"]
     replies = [ev.data for ev in conv.events if ev.type == "assistant/message"]
-    assert replies[0]["message"]["content"] == "Here is the change:\n\n```python\n> not console: inside a fence"
-    assert replies[1]["message"]["content"] == "Done." and replies[1]["console"] == ["Applied edit to hello.py"]
+    assert (
+        replies[0]["message"]["content"] == "Here is the change:\n\n```python\n> not console: inside a fence"
+    )
+    assert replies[1]["message"]["content"] == "Done." and replies[1]["console"] == [
+        "Applied edit to hello.py"
+    ]
     assert "Intro" not in json.dumps([ev.data for ev in conv.events]) and "startedAt" not in conv.meta
     empty = tmp_path / "empty.md"
     empty.write_text("\n\n")
@@ -191,12 +197,20 @@ def test_aider_fences_and_website_pages(tmp_path: Path) -> None:
 def test_gemini_and_aider_are_registered_and_imported_by_the_cli(tmp_path: Path, corpus: Path) -> None:
     assert {"gemini", "aider"} <= set(FORMATS)
     src = gemini_files(corpus)[0]
-    proc = run_cli("log", "import", "--from", "gemini", str(src), "-o", str(tmp_path / "g.jsonl"), home=tmp_path)
+    proc = run_cli(
+        "log", "import", "--from", "gemini", str(src), "-o", str(tmp_path / "g.jsonl"), home=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     assert "10 tool calls, 10 tool results" in proc.stdout
     out = tmp_path / "aider"
     proc = run_cli(
-        "log", "import", "--from", "aider", str(corpus / "aider/website-examples/pong.md"), "-o", f"{out}/",
+        "log",
+        "import",
+        "--from",
+        "aider",
+        str(corpus / "aider/website-examples/pong.md"),
+        "-o",
+        f"{out}/",
         home=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr

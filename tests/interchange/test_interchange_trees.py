@@ -28,7 +28,7 @@ def records(path: Path) -> list[dict[str, Any]]:
 
 
 def ms(stamp: str) -> int:
-    return int(round(datetime.fromisoformat(stamp).timestamp() * 1000))
+    return round(datetime.fromisoformat(stamp).timestamp() * 1000)
 
 
 # --- the main thread, read independently from the source -----------------------------------
@@ -95,7 +95,9 @@ def counts_of(recs: list[dict[str, Any]]) -> dict[str, int]:
             replies.add(r["message"]["id"])
             c["tool_calls"] += sum(1 for b in content if b.get("type") == "tool_use")
         elif r["type"] == "user":
-            results = [b for b in content if b.get("type") == "tool_result"] if isinstance(content, list) else []
+            results = (
+                [b for b in content if b.get("type") == "tool_result"] if isinstance(content, list) else []
+            )
             c["tool_results"] += len(results)
             c["user"] += not isinstance(content, list) or len(results) < len(content)
     c["assistant"] = len(replies)
@@ -120,9 +122,9 @@ def test_every_claude_code_file_imports_its_main_thread(corpus: Path) -> None:
         src = counts_of(main_thread(records(path)))
         assert got_counts(conv) == {k: src.get(k, 0) for k in got_counts(conv)}, path
         check_well_formed(conv.events)
-        for child in conv.children:
+        for child in conv.tree()[1:]:
             check_well_formed(child.events)
-        children += len(conv.children)
+        children += len(conv.tree()) - 1
     assert children >= 9
 
 
@@ -162,7 +164,8 @@ def inline(main: Path, agent: Path, dst: Path, *, strip_agent_ids: bool = False)
     for r in records(main):
         out.append(r)
         if r["type"] == "assistant" and any(
-            b.get("type") == "tool_use" and b["input"].get("prompt") == prompt for b in r["message"]["content"]
+            b.get("type") == "tool_use" and b["input"].get("prompt") == prompt
+            for b in r["message"]["content"]
         ):
             out.extend(agent_recs)
     assert len(out) == len(records(main)) + len(agent_recs)
@@ -177,7 +180,9 @@ def inline(main: Path, agent: Path, dst: Path, *, strip_agent_ids: bool = False)
 
 
 @pytest.mark.parametrize("strip_agent_ids", [False, True])
-def test_inline_sidechain_is_split_off_into_a_child(tmp_path: Path, corpus: Path, strip_agent_ids: bool) -> None:
+def test_inline_sidechain_is_split_off_into_a_child(
+    tmp_path: Path, corpus: Path, strip_agent_ids: bool
+) -> None:
     main = corpus / SPOTTER / f"{WITH_AGENTS}.jsonl"
     agent = corpus / SPOTTER / WITH_AGENTS / "subagents/agent-a93ccab.jsonl"
     src = inline(main, agent, tmp_path / f"{WITH_AGENTS}.jsonl", strip_agent_ids=strip_agent_ids)
@@ -205,7 +210,9 @@ def rewind_session(path: Path) -> Path:
     def add(uuid: str, parent: str | None, kind: str, content: Any, **extra: Any) -> None:
         message: dict[str, Any] = {"role": kind, "content": content}
         if kind == "assistant":
-            message.update(id=f"msg_{uuid}", model="claude-test", usage={"input_tokens": 3, "output_tokens": 2})
+            message.update(
+                id=f"msg_{uuid}", model="claude-test", usage={"input_tokens": 3, "output_tokens": 2}
+            )
         lines.append(
             {
                 "type": kind,
@@ -220,7 +227,12 @@ def rewind_session(path: Path) -> Path:
         )
 
     def call(uuid: str, parent: str, call_id: str) -> None:
-        add(uuid, parent, "assistant", [{"type": "tool_use", "id": call_id, "name": "Bash", "input": {"command": "ls"}}])
+        add(
+            uuid,
+            parent,
+            "assistant",
+            [{"type": "tool_use", "id": call_id, "name": "Bash", "input": {"command": "ls"}}],
+        )
 
     def result(uuid: str, parent: str, call_id: str) -> None:
         add(uuid, parent, "user", [{"type": "tool_result", "tool_use_id": call_id, "content": "a.txt"}])
@@ -286,11 +298,24 @@ def test_cli_writes_forks_and_sub_agents_with_their_parent_links(tmp_path: Path,
     assert current.stdout.count("left out: branch at line") == 2 and "(fork of" not in current.stdout
     assert sorted(p.name for p in out.iterdir()) == ["rewind-1.jsonl"]
     every = run_cli(
-        "log", "import", "--from", "claude-code", str(src), "--branches", "all", "-o", f"{out}/", "--force",
+        "log",
+        "import",
+        "--from",
+        "claude-code",
+        str(src),
+        "--branches",
+        "all",
+        "-o",
+        f"{out}/",
+        "--force",
         home=tmp_path,
     )
     assert every.returncode == 0, every.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["rewind-1.fork-1.jsonl", "rewind-1.fork-2.jsonl", "rewind-1.jsonl"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "rewind-1.fork-1.jsonl",
+        "rewind-1.fork-2.jsonl",
+        "rewind-1.jsonl",
+    ]
     assert "(fork of rewind-1 after event" in every.stdout and "left out" not in every.stdout
     parent = Session.load(out / "rewind-1.jsonl")
     fork = Session.load(out / "rewind-1.fork-1.jsonl")
@@ -301,10 +326,24 @@ def test_cli_writes_forks_and_sub_agents_with_their_parent_links(tmp_path: Path,
 
     # sub-agents: one child log per Task run, its header naming the parent and the call
     main = corpus / SPOTTER / f"{WITH_AGENTS}.jsonl"
-    proc = run_cli("log", "import", "--from", "claude-code", str(main), "-o", str(tmp_path / "s.jsonl"), "--json", home=tmp_path)
+    proc = run_cli(
+        "log",
+        "import",
+        "--from",
+        "claude-code",
+        str(main),
+        "-o",
+        str(tmp_path / "s.jsonl"),
+        "--json",
+        home=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     written = json.loads(proc.stdout)
-    assert [Path(w["path"]).name for w in written] == ["s.jsonl", "s.agent-a93ccab.jsonl", "s.agent-aa84377.jsonl"]
+    assert [Path(w["path"]).name for w in written] == [
+        "s.jsonl",
+        "s.agent-a93ccab.jsonl",
+        "s.agent-aa84377.jsonl",
+    ]
     assert written[0]["parent"] is None and written[0]["tool_calls"] == 197
     assert any("acompact" in line for line in written[0]["left_out"])
     for item in written[1:]:
@@ -319,7 +358,9 @@ def test_cli_writes_forks_and_sub_agents_with_their_parent_links(tmp_path: Path,
 
 def test_events_keep_the_source_times(corpus: Path, tmp_path: Path) -> None:
     path = corpus / SPOTTER / f"{WITH_AGENTS}.jsonl"
-    recs = {n: r for n, r in enumerate((json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()), 1)}
+    recs = {
+        n: r for n, r in enumerate((json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()), 1)
+    }
     (conv,) = convert("claude-code", path)
     messages = [ev for ev in conv.events if ev.type in ("user/message", "assistant/message", "tool/result")]
     assert len(messages) > 300
@@ -357,3 +398,16 @@ def test_no_absolute_path_is_written_and_the_header_records_the_import(tmp_path:
         if file.name == f"{WITH_AGENTS}.jsonl":
             first_prompt = next(r for r in records(src) if r["type"] == "user")
             assert json.loads(data.splitlines()[1])["time"] == ms(first_prompt["timestamp"])
+
+
+def test_a_batch_event_keeps_its_own_time_and_a_bad_one_is_refused() -> None:
+    from foldlog.errors import InvalidEventError
+
+    session = Session(id="times")
+    user = {"type": "user/message", "data": {"role": "user", "content": "hi"}, "surfaceOp": "append"}
+    session.append_events([{**user, "time": 1_700_000_000_123}, user])
+    first, second = session.events
+    assert first["time"] == 1_700_000_000_123 and second["time"] > first["time"]  # the session's clock
+    with pytest.raises(InvalidEventError, match=r'"time" must be an integer'):
+        session.append_events([{**user, "time": "yesterday"}])
+    assert len(session.events) == 2

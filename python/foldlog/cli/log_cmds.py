@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from foldlog.cli.common import config_from_args, console, session_path, surface_tokens
-from foldlog.cli.exits import EXIT_OK, UsageError
+from foldlog.cli.exits import EXIT_OK
 from foldlog.cli.render import print_events, print_messages
 from foldlog.log.frozen import thaw
 

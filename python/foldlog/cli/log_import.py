@@ -30,7 +30,9 @@ def _plan(
     for child in conv.children:
         name = safe_id(child.name or "child")
         link = {"id": session_id, **(child.link or {})}
-        out.extend(_plan(child, target.with_name(f"{target.stem}.{name}.jsonl"), f"{session_id}.{name}", link))
+        out.extend(
+            _plan(child, target.with_name(f"{target.stem}.{name}.jsonl"), f"{session_id}.{name}", link)
+        )
     return out
 
 

@@ -140,7 +140,9 @@ def _convert_session(session: _Session, path: Path, index: int) -> Conversation:
             last = b.assistant(text, extra={"model": model} if model else None)
     if banner:
         meta["banner"] = "\n".join(banner)
-    stamp = session.started.replace("-", "").replace(":", "").replace(" ", "-") if session.started else "start"
+    stamp = (
+        session.started.replace("-", "").replace(":", "").replace(" ", "-") if session.started else "start"
+    )
     return b.conversation(id=f"{path.stem.lstrip('.')}-{stamp}-{index}", meta=meta)
 
 

@@ -130,7 +130,11 @@ def _call_links(records: list[Record]) -> dict[str, str]:
         result = rec.get("toolUseResult")
         content = (rec.get("message") or {}).get("content") if rec.get("type") == "user" else None
         if isinstance(result, dict) and isinstance(result.get("agentId"), str) and isinstance(content, list):
-            ids = [b.get("tool_use_id") for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+            ids = [
+                b.get("tool_use_id")
+                for b in content
+                if isinstance(b, dict) and b.get("type") == "tool_result"
+            ]
             if ids and isinstance(ids[0], str):
                 links.setdefault(f"agent:{result['agentId']}", ids[0])
         data = rec.get("data")

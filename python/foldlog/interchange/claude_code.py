@@ -105,7 +105,9 @@ def check_records(records: list[Record], path: str | Path) -> None:
         kind = rec.get("type")
         expect(isinstance(kind, str), 'record without a "type"', path, number)
         if kind in ("user", "assistant"):
-            message = need_dict(rec.get("message"), f'"{kind}" record without a "message" object', path, number)
+            message = need_dict(
+                rec.get("message"), f'"{kind}" record without a "message" object', path, number
+            )
             expect(
                 isinstance(message.get("content"), list | str),
                 f"{kind} message content is not a list or string",
@@ -214,7 +216,11 @@ def task_calls(records: list[Record]) -> dict[str, str]:
     for _, rec in records:
         if rec.get("type") == "assistant":
             for cid, name, args in tool_use_ids(rec):
-                if name in ("Task", "Agent") and isinstance(args, dict) and isinstance(args.get("prompt"), str):
+                if (
+                    name in ("Task", "Agent")
+                    and isinstance(args, dict)
+                    and isinstance(args.get("prompt"), str)
+                ):
                     out.setdefault(args["prompt"], cid)
     return out
 

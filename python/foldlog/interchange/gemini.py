@@ -94,7 +94,11 @@ def convert(path: str | Path) -> list[Conversation]:
                 display_text(message.get("content")),
                 reasoning=_thoughts(message),
                 tool_calls=[
-                    (c.get("id"), str(c.get("name") or ""), json.dumps(c.get("args") or {}, ensure_ascii=False))
+                    (
+                        c.get("id"),
+                        str(c.get("name") or ""),
+                        json.dumps(c.get("args") or {}, ensure_ascii=False),
+                    )
                     for c in calls
                     if isinstance(c, dict)
                 ],
