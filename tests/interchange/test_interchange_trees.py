@@ -411,3 +411,46 @@ def test_a_batch_event_keeps_its_own_time_and_a_bad_one_is_refused() -> None:
     with pytest.raises(InvalidEventError, match=r'"time" must be an integer'):
         session.append_events([{**user, "time": "yesterday"}])
     assert len(session.events) == 2
+
+
+def test_codex_cut_short_tasks_end_aborted_and_events_keep_line_times(corpus: Path) -> None:
+    from tests.cli.cli_testlib import codex_files
+
+    aborted_total = 0
+    for path in codex_files(corpus):
+        lines = records(path)
+        started_open = False
+        aborted = 0
+        for rec in lines:
+            kind = rec["payload"].get("type") if rec["type"] == "event_msg" else None
+            if kind == "task_started":
+                aborted += started_open
+                started_open = True
+            elif kind in ("task_complete", "turn_aborted"):
+                aborted += kind == "turn_aborted"
+                started_open = False
+        (conv,) = convert("codex", path)
+        ends = [ev.data["reason"]["kind"] for ev in conv.events if ev.type == "turn/end"]
+        assert ends.count("aborted") == aborted, path
+        aborted_total += aborted
+        for ev in conv.events:
+            if ev.type in ("user/message", "tool/result") and ev.source_line is not None:
+                assert ev.time == ms(lines[ev.source_line - 1]["timestamp"]), (path, ev)
+    assert aborted_total >= 1  # one in the corpus (its last task is open at the end: not aborted)
+
+
+def test_messages_on_no_thread_are_reported(tmp_path: Path) -> None:
+    path = rewind_session(tmp_path / "rewind.jsonl")
+    recs = records(path)
+    stray = {
+        **recs[0],
+        "uuid": "s1",
+        "parentUuid": None,
+        "message": {"role": "user", "content": "a new root"},
+    }
+    path.write_text("".join(json.dumps(r) + "\n" for r in [*recs[:3], stray, *recs[3:]]), encoding="utf-8")
+    (conv,) = convert("claude-code", path, branches="all")
+    assert "a new root" not in user_texts(conv) and all(
+        "a new root" not in user_texts(c) for c in conv.children
+    )
+    assert conv.left_out == ["1 message(s) on no thread: under another root than the session's"]

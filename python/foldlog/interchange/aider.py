@@ -140,10 +140,10 @@ def _convert_session(session: _Session, path: Path, index: int) -> Conversation:
             last = b.assistant(text, extra={"model": model} if model else None)
     if banner:
         meta["banner"] = "\n".join(banner)
-    stamp = (
-        session.started.replace("-", "").replace(":", "").replace(" ", "-") if session.started else "start"
-    )
-    return b.conversation(id=f"{path.stem.lstrip('.')}-{stamp}-{index}", meta=meta)
+    name = path.stem.lstrip(".")
+    if session.started:  # sessions can start in the same second: the index keeps ids apart
+        name += "-" + session.started.replace("-", "").replace(":", "").replace(" ", "-")
+    return b.conversation(id=f"{name}-{index}", meta=meta)
 
 
 def convert(path: str | Path) -> list[Conversation]:

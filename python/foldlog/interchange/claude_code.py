@@ -204,7 +204,7 @@ def convert(path: str | Path, *, branches: str = "current") -> list[Conversation
     add_forks(main, parts.main, path, branches)
     if parts.unlinked:
         main.left_out.append(
-            f"{parts.unlinked} messages whose parent record is not in the file (not on any thread)"
+            f"{parts.unlinked} message(s) on no thread: under another root than the session's"
         )
     add_subagents(main, records, parts, path, branches)
     return [main]

@@ -40,8 +40,8 @@ class Thread:
 @dataclass(slots=True)
 class Split:
     """A file's records sorted out: the main thread (with its branches), the inline sub-agent
-    runs (each a thread with its branches), and how many records belong to none (their parent
-    is not in the file: a summarizer's context, a truncated copy)."""
+    runs (each a thread with its branches), and how many messages belong to none (they hang
+    from another root than the thread's)."""
 
     main: Thread
     sidechains: list[tuple[str | None, Thread]]
