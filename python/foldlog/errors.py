@@ -36,6 +36,14 @@ class StorageError(FoldlogError, OSError):
     """Writing or reading a session store failed (disk full, file changed under the writer, …)."""
 
 
+class SessionNotFoundError(StorageError, FileNotFoundError):
+    """No session log by that name or id (or the name matches several)."""
+
+
+class OutputExistsError(StorageError, FileExistsError):
+    """A file would be overwritten without ``--force``."""
+
+
 class SessionLockedError(StorageError):
     """Another writer holds the session. ``holder`` names it (pid@host or a database client)."""
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from foldlog.cli.exits import EXIT_OK, UsageError
+from foldlog.errors import OutputExistsError, SessionNotFoundError
 
 if TYPE_CHECKING:
     from foldlog.interchange.events import Conversation
@@ -47,7 +48,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     src = Path(args.src)
     if not src.is_file():
-        raise FileNotFoundError(f"{src}: no such file")
+        raise SessionNotFoundError(f"{src}: no such file")
     conversations = convert(args.source_format, src, branches=args.branches)
     if args.index is not None:
         if not 0 <= args.index < len(conversations):
@@ -75,7 +76,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise UsageError("two transcripts would be written to the same file")
     existing = [t for t in targets if t.exists()]
     if existing and not args.force:
-        raise FileExistsError(f"{existing[0]} exists (use --force to overwrite)")
+        raise OutputExistsError(f"{existing[0]} exists (use --force to overwrite)")
 
     imported_at = now_ms()
     written = []
