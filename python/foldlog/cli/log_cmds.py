@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 def add_parser(verbs: Any) -> None:
     """``log show|inspect|repair|import|export``."""
-    from foldlog.interchange import FORMATS
+    from foldlog.interchange import BRANCHES, FORMATS
 
     log = verbs.add_parser("log", help="show, inspect, repair, import and export session logs")
     log_verbs = log.add_subparsers(dest="log_verb", metavar="ACTION")
@@ -55,7 +55,7 @@ def add_parser(verbs: Any) -> None:
     )
     imp.add_argument(
         "--branches",
-        choices=("current", "all"),
+        choices=BRANCHES,
         default="current",
         help="abandoned branches (checkpoint rewinds): left out and reported (current, the default) "
         "or written as fork sessions (all); sub-agents are always written as child sessions",

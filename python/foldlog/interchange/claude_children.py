@@ -19,11 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from foldlog.errors import ConfigError
+from foldlog.interchange import BRANCHES
 from foldlog.interchange.claude_tree import Record, Split, Thread, split
 from foldlog.interchange.events import Conversation
 from foldlog.interchange.source import iter_jsonl
-
-BRANCHES = ("current", "all")
 
 
 def add_forks(conv: Conversation, thread: Thread, path: str | Path, branches: str) -> None:
