@@ -107,6 +107,14 @@ def codex_files(corpus: Path) -> list[Path]:
     )
 
 
+def gemini_files(corpus: Path) -> list[Path]:
+    return sorted((corpus / "codemie-code/tests/integration/metrics/fixtures/gemini").glob("session-*.json"))
+
+
+def aider_files(corpus: Path) -> list[Path]:
+    return [corpus / "aider/chat-history.md", *sorted((corpus / "aider/website-examples").glob("*.md"))]
+
+
 OPENHANDS_FILES = [
     "openhands/evaluation/benchmarks/multi_swe_bench/examples/output.jsonl",
     "openhands/tests/unit/resolver/mock_output/output.jsonl",
@@ -124,6 +132,10 @@ def corpus_transcripts(corpus: Path) -> list[tuple[str, Path]]:
     jobs += [("openai", corpus / "tau-bench/gpt-4o-airline.json")]
     jobs += [("swe-agent", p) for p in sorted((corpus / "swe-agent").rglob("*.traj"))]
     jobs += [("openhands", corpus / rel) for rel in OPENHANDS_FILES]
+    jobs += [("gemini", p) for p in gemini_files(corpus)]
+    # aider's big history (1,134 sessions: as many logs, each saved durably) is covered in
+    # process by tests/interchange; through the CLI its 14 website examples stand for it
+    jobs += [("aider", p) for p in aider_files(corpus) if p.name != "chat-history.md"]
     return jobs
 
 
@@ -198,6 +210,14 @@ def source_tool_counts(fmt: str, path: Path) -> list[tuple[int, int]]:
             )
             out.append((calls, answered))
         return out
+    if fmt == "gemini":
+        calls = sum(len(m.get("toolCalls") or []) for m in json.loads(text)["messages"])
+        return [(calls, calls)]
+    if fmt == "aider":  # no tool calls: one session per start line (+ the text before the first)
+        lines = text.splitlines()
+        starts = [i for i, x in enumerate(lines) if x.startswith("# aider chat started at ")]
+        preamble = lines[: starts[0]] if starts else lines
+        return [(0, 0)] * (len(starts) + any(x.strip() and not x.startswith("-*- mode:") for x in preamble))
     raise ValueError(fmt)
 
 

@@ -56,7 +56,10 @@ def test_import_every_corpus_transcript(tmp_path: Path, corpus: Path) -> None:
         assert proc.returncode == 0, (src, proc.stderr)
         written = json.loads(proc.stdout)
         written = written if isinstance(written, list) else [written]
-        assert [(w["tool_calls"], w["tool_results"]) for w in written] == expected, src
+        # sub-agent runs are child sessions written beside their parent (the source counts are
+        # the parents': a sub-agent's own file is one of the corpus files too)
+        top = [w for w in written if w["parent"] is None]
+        assert [(w["tool_calls"], w["tool_results"]) for w in top] == expected, src
         for item in written:
             session = Session.load(item["path"])
             added = session.repair_report["events_added"]
@@ -113,7 +116,7 @@ def test_import_errors(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1
     assert f"{bad}:2" in proc.stderr and "invalid JSON" in proc.stderr
-    usage = run_cli("log", "import", "--from", "aider", str(bad), home=tmp_path)
+    usage = run_cli("log", "import", "--from", "no-such-format", str(bad), home=tmp_path)
     assert usage.returncode == 2 and "invalid choice" in usage.stderr
     missing = run_cli("log", "import", "--from", "codex", str(tmp_path / "nope.jsonl"), home=tmp_path)
     assert missing.returncode == 1 and "no such file" in missing.stderr

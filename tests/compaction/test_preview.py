@@ -50,7 +50,8 @@ def _cli(home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixt
 
 def _imported(home: Path, monkeypatch: Any, capsys: Any, fmt: str, source: str) -> Path:
     _cli(home, monkeypatch, capsys, "log", "import", "--from", fmt, str(corpus_dir() / source))
-    (log,) = (home / "sessions").glob("*.jsonl")
+    # the session's own log (its sub-agents are child logs beside it, their header naming it)
+    (log,) = [p for p in (home / "sessions").glob("*.jsonl") if Session.load(p).parent is None]
     return log
 
 

@@ -297,7 +297,7 @@ def test_wrong_shape_is_reported(tmp_path: Path) -> None:
     with pytest.raises(TranscriptError, match="cannot read"):
         convert("codex", tmp_path / "missing.jsonl")
     with pytest.raises(ValueError, match="unknown transcript format"):
-        convert("aider", line)
+        convert("no-such-format", line)
 
 
 @pytest.mark.parametrize(

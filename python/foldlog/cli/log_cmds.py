@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from foldlog.cli.common import config_from_args, console, session_path, surface_tokens
-from foldlog.cli.exits import EXIT_OK, UsageError
+from foldlog.cli.exits import EXIT_OK
 from foldlog.cli.render import print_events, print_messages
-from foldlog.errors import OutputExistsError, SessionNotFoundError
 
 if TYPE_CHECKING:
     from foldlog.log.session import Session
@@ -21,7 +20,7 @@ if TYPE_CHECKING:
 
 def add_parser(verbs: Any) -> None:
     """``log show|inspect|repair|import|export|fork|tail``."""
-    from foldlog.interchange import FORMATS
+    from foldlog.interchange import BRANCHES, FORMATS
 
     log = verbs.add_parser("log", help="show, inspect, repair, import, export, fork and tail session logs")
     log_verbs = log.add_subparsers(dest="log_verb", metavar="ACTION")
@@ -52,6 +51,13 @@ def add_parser(verbs: Any) -> None:
     )
     imp.add_argument(
         "--index", type=int, help="only the N-th transcript of a multi-transcript file (0-based)"
+    )
+    imp.add_argument(
+        "--branches",
+        choices=BRANCHES,
+        default="current",
+        help="abandoned branches (checkpoint rewinds): left out and reported (current, the default) "
+        "or written as fork sessions (all); sub-agents are always written as child sessions",
     )
     imp.add_argument("--force", action="store_true", help="overwrite existing output files")
     imp.add_argument("--json", action="store_true", help="print what was written as JSON")
@@ -181,78 +187,9 @@ def cmd_repair(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from foldlog.cli.store import safe_id
-    from foldlog.interchange import convert
-    from foldlog.interchange.writer import write_conversation
-    from foldlog.log.session import Session
-    from foldlog.stores.file import private_folder
+    from foldlog.cli.log_import import cmd_import as run
 
-    cfg = config_from_args(args)
-    src = Path(args.src)
-    if not src.is_file():
-        raise SessionNotFoundError(f"{src}: no such file")
-    conversations = convert(args.source_format, src)
-    if args.index is not None:
-        if not 0 <= args.index < len(conversations):
-            raise UsageError(f"--index {args.index}: {src} holds {len(conversations)} transcript(s)")
-        conversations = [conversations[args.index]]
-    if not conversations:
-        raise UsageError(f"{src}: no transcript found")
-
-    # one transcript -> a file (or into the sessions folder); several -> a folder
-    if args.output is None:
-        folder: Path | None = cfg.sessions_dir
-    elif len(conversations) > 1 or Path(args.output).is_dir() or args.output.endswith(("/", "\\")):
-        folder = Path(args.output)
-    else:
-        folder = None
-    targets: list[Path] = []
-    for index, conv in enumerate(conversations):
-        if folder is None:
-            targets.append(Path(args.output))
-        else:
-            stem = safe_id(conv.id or f"{src.stem}-{index}")
-            targets.append(folder / f"{stem}.jsonl")
-    if len(set(targets)) != len(targets):
-        raise UsageError("two transcripts would be written to the same file")
-    existing = [t for t in targets if t.exists()]
-    if existing and not args.force:
-        raise OutputExistsError(f"{existing[0]} exists (use --force to overwrite)")
-
-    written = []
-    for conv, target in zip(conversations, targets, strict=True):
-        private_folder(target.parent)
-        session = Session(id=safe_id(conv.id or target.stem), meta={"imported": conv.meta})
-        write_conversation(conv, session)
-        if target.exists():
-            target.unlink()  # --force: save must not append to the old file
-        session.save(target)
-        # read it back: proves the file loads, and says whether the source left calls unanswered
-        check = Session.load(target)
-        written.append(
-            {
-                "path": str(target),
-                "id": session.id,
-                "events": len(conv.events),
-                **conv.counts.as_dict(),
-                "needs_repair": check.normalized_dirty,
-                "repair": {k: v for k, v in check.repair_report.items() if v and k != "events_added"},
-                "warnings": list(conv.warnings),
-            }
-        )
-    if args.json:
-        print(json.dumps(written if len(written) > 1 else written[0], indent=2))
-    else:
-        for item in written:
-            roles = ", ".join(f"{n} {r}" for r, n in sorted(item["messages"].items()))
-            print(
-                f"{item['path']}: {item['events']} events, {item['turns']} turns, {roles}, "
-                f"{item['tool_calls']} tool calls, {item['tool_results']} tool results, "
-                f"{item['compactions']} compactions"
-                + (_repair_note(item["repair"]) if item["needs_repair"] else "")
-                + "".join(f"\n  warning: {w}" for w in item["warnings"])
-            )
-    return EXIT_OK
+    return run(args)
 
 
 def _repair_note(repair: Mapping[str, Any]) -> str:

@@ -28,15 +28,32 @@ FORMATS: dict[str, str] = {
     "dsh": "foldlog.interchange.dsh",
     "openhands": "foldlog.interchange.openhands",
     "swe-agent": "foldlog.interchange.swe_agent",
+    "gemini": "foldlog.interchange.gemini",
+    "aider": "foldlog.interchange.aider",
 }
 
 
-def convert(format: str, path: str | Path) -> list[Conversation]:
-    """Convert the transcript(s) in ``path`` from ``format`` (a key of :data:`FORMATS`)."""
+#: what ``branches=`` takes: the thread the session ended on, or every branch as a fork child
+BRANCHES = ("current", "all")
+
+
+def convert(format: str, path: str | Path, *, branches: str = "current") -> list[Conversation]:
+    """Convert the transcript(s) in ``path`` from ``format`` (a key of :data:`FORMATS`).
+
+    A format whose sessions are trees (``claude-code``) gives each conversation its sub-agents
+    as ``children``; its abandoned branches are named in ``left_out`` (``branches="current"``)
+    or become fork children too (``branches="all"``). Formats without branches ignore it."""
     module = FORMATS.get(format)
     if module is None:
         raise ConfigError(f"unknown transcript format {format!r} (known: {', '.join(FORMATS)})")
-    result: list[Conversation] = importlib.import_module(module).convert(path)
+    if branches not in BRANCHES:
+        raise ConfigError(f"branches={branches!r}: expected one of {', '.join(BRANCHES)}")
+    converter = importlib.import_module(module)
+    result: list[Conversation]
+    if getattr(converter, "HAS_BRANCHES", False):
+        result = converter.convert(path, branches=branches)
+    else:
+        result = converter.convert(path)
     return result
 
 
@@ -53,6 +70,7 @@ __getattr__, __dir__ = lazy_attributes(
 
 
 __all__ = [
+    "BRANCHES",
     "EXPORT_FORMATS",
     "FORMATS",
     "Conversation",

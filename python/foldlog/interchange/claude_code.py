@@ -8,6 +8,13 @@ message with every call, its ``tool/call`` events, then the results in the order
 Images and documents (pasted into a prompt, returned by a tool such as Read on a PNG or PDF)
 are kept as blocks; a block the log has no form for is named in the import report.
 ``progress``, snapshots, queue operations and titles are not model history and are skipped.
+
+The file is a tree (:mod:`foldlog.interchange.claude_tree`): the conversation is the thread
+the session ended on. Sub-agent runs — inline ``isSidechain`` records, or ``agent-*.jsonl``
+files beside the session (``<session>/subagents/`` or the session's folder) — become child
+conversations linked to the ``Task`` call they answer (the call's result stays in the parent);
+abandoned branches are reported in ``left_out``, or become fork children with
+``branches="all"``. Every event keeps the time of the record it came from.
 """
 
 from __future__ import annotations
@@ -17,22 +24,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from foldlog.interchange.claude_tree import Record, split, tool_use_ids
 from foldlog.interchange.events import Conversation, EventBuilder, media_blocks
-from foldlog.interchange.source import expect, iter_jsonl, need_dict
+from foldlog.interchange.source import expect, iso_ms, iter_jsonl, need_dict
 from foldlog.log.text import display_text
 
 FORMAT = "claude-code"
+HAS_BRANCHES = True  # convert() takes branches=
 
 
 @dataclass(slots=True)
 class _Reply:
     key: str
     line: int
+    time: int | None
     blocks: list[dict[str, Any]] = field(default_factory=list)
     usage: dict[str, Any] | None = None
     model: str | None = None
     stop_reason: str | None = None
-    results: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    results: list[tuple[int, int | None, dict[str, Any]]] = field(default_factory=list)
 
 
 def usage_from_anthropic(usage: Any) -> dict[str, int] | None:
@@ -54,7 +64,7 @@ def usage_from_anthropic(usage: Any) -> dict[str, int] | None:
 def _flush(b: EventBuilder, reply: _Reply | None) -> None:
     if reply is None:
         return
-    b.line = reply.line
+    b.line, b.time = reply.line, reply.time
     texts: list[str] = []
     thinking: list[str] = []
     calls: list[tuple[str | None, str, str]] = []
@@ -80,8 +90,8 @@ def _flush(b: EventBuilder, reply: _Reply | None) -> None:
         usage=usage_from_anthropic(reply.usage),
         extra=extra,
     )
-    for line, block in reply.results:
-        b.line = line
+    for line, time, block in reply.results:
+        b.line, b.time = line, time
         b.tool_result(
             block.get("tool_use_id"),
             b.content(block.get("content")),
@@ -89,40 +99,52 @@ def _flush(b: EventBuilder, reply: _Reply | None) -> None:
         )
 
 
-def convert(path: str | Path) -> list[Conversation]:
+def check_records(records: list[Record], path: str | Path) -> None:
+    """What every record must hold, checked over the whole file (branches included)."""
+    for number, rec in records:
+        kind = rec.get("type")
+        expect(isinstance(kind, str), 'record without a "type"', path, number)
+        if kind in ("user", "assistant"):
+            message = need_dict(
+                rec.get("message"), f'"{kind}" record without a "message" object', path, number
+            )
+            expect(
+                isinstance(message.get("content"), list | str),
+                f"{kind} message content is not a list or string",
+                path,
+                number,
+            )
+
+
+def convert_records(records: list[Record], path: str | Path) -> Conversation:
+    """One thread's records (in file order) as a conversation; no tree is looked at here."""
     b = EventBuilder()
     reply: _Reply | None = None
     boundary: dict[str, Any] | None = None
-    meta: dict[str, Any] = {"format": FORMAT, "source": str(path)}
+    meta: dict[str, Any] = {"format": FORMAT, "source": Path(path).name}
     session_id: str | None = None
-    for number, rec in iter_jsonl(path, "Claude Code transcripts"):
+    for number, rec in records:
         kind = rec.get("type")
-        expect(isinstance(kind, str), 'record without a "type"', path, number)
         if kind not in ("user", "assistant", "system"):
             continue  # progress, file-history-snapshot, queue-operation, summary: not history
+        time = iso_ms(rec.get("timestamp"))
         if kind == "system":
             if rec.get("subtype") == "compact_boundary":
                 _flush(b, reply)
                 reply = None
                 boundary = rec.get("compactMetadata") or {}
             continue
-        message = need_dict(rec.get("message"), f'"{kind}" record without a "message" object', path, number)
+        message = rec["message"]
         session_id = session_id or rec.get("sessionId")
         for key in ("cwd", "gitBranch", "version"):
             if key in rec and key not in meta:
                 meta[key] = rec[key]
         content = message.get("content")
         if kind == "assistant":
-            expect(
-                isinstance(content, list | str),
-                "assistant message content is not a list or string",
-                path,
-                number,
-            )
             key = str(message.get("id") or rec.get("uuid") or number)
             if reply is None or reply.key != key:
                 _flush(b, reply)
-                reply = _Reply(key, number)
+                reply = _Reply(key, number, time)
             blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
             reply.blocks.extend(x for x in blocks if isinstance(x, dict))
             reply.usage = message.get("usage") or reply.usage
@@ -130,17 +152,18 @@ def convert(path: str | Path) -> list[Conversation]:
             meta.setdefault("model", reply.model)
             continue
         # a user record: tool results, a compaction summary, or a prompt (typed or injected)
-        expect(isinstance(content, list | str), "user message content is not a list or string", path, number)
         if isinstance(content, list) and any(
             isinstance(x, dict) and x.get("type") == "tool_result" for x in content
         ):
             rest = [x for x in content if not (isinstance(x, dict) and x.get("type") == "tool_result")]
-            results = [(number, x) for x in content if isinstance(x, dict) and x.get("type") == "tool_result"]
+            results = [
+                (number, time, x) for x in content if isinstance(x, dict) and x.get("type") == "tool_result"
+            ]
             if reply is not None:
                 reply.results.extend(results)
             else:
-                for line, block in results:
-                    b.line = line
+                for line, at, block in results:
+                    b.line, b.time = line, at
                     b.tool_result(
                         block.get("tool_use_id"),
                         b.content(block.get("content")),
@@ -151,7 +174,7 @@ def convert(path: str | Path) -> list[Conversation]:
             content = rest
         _flush(b, reply)
         reply = None
-        b.line = number
+        b.line, b.time = number, time
         if rec.get("isCompactSummary"):
             info = boundary or {}
             pre = info.get("preTokens")
@@ -166,4 +189,40 @@ def convert(path: str | Path) -> list[Conversation]:
         media = media_blocks(content, b.warn)
         b.user(media if media is not None else content, source="meta" if rec.get("isMeta") else None)
     _flush(b, reply)
-    return [b.conversation(id=session_id, meta=meta)]
+    return b.conversation(id=session_id, meta=meta)
+
+
+def convert(path: str | Path, *, branches: str = "current") -> list[Conversation]:
+    """The session in ``path`` (with its sub-agents and, with ``branches="all"``, its abandoned
+    branches as children); see the module docstring."""
+    from foldlog.interchange.claude_children import add_forks, add_subagents
+
+    records = list(iter_jsonl(path, "Claude Code transcripts"))
+    check_records(records, path)
+    parts = split(records)
+    main = convert_records(parts.main.records, path)
+    add_forks(main, parts.main, path, branches)
+    if parts.unlinked:
+        main.left_out.append(
+            f"{parts.unlinked} message(s) on no thread: under another root than the session's"
+        )
+    add_subagents(main, records, parts, path, branches)
+    return [main]
+
+
+def task_calls(records: list[Record]) -> dict[str, str]:
+    """``Task`` / ``Agent`` call id by the prompt it gave the sub-agent."""
+    out: dict[str, str] = {}
+    for _, rec in records:
+        if rec.get("type") == "assistant":
+            for cid, name, args in tool_use_ids(rec):
+                if (
+                    name in ("Task", "Agent")
+                    and isinstance(args, dict)
+                    and isinstance(args.get("prompt"), str)
+                ):
+                    out.setdefault(args["prompt"], cid)
+    return out
+
+
+__all__ = ["FORMAT", "check_records", "convert", "convert_records", "task_calls", "usage_from_anthropic"]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from foldlog.interchange.events import Conversation, EventBuilder, media_blocks
-from foldlog.interchange.source import expect, iter_jsonl, need_dict
+from foldlog.interchange.source import expect, iso_ms, iter_jsonl, need_dict
 from foldlog.log.text import display_text
 
 FORMAT = "codex"
@@ -27,6 +27,7 @@ FORMAT = "codex"
 @dataclass(slots=True)
 class _Reply:
     line: int
+    time: int | None
     texts: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
     calls: list[tuple[str | None, str, str]] = field(default_factory=list)
@@ -76,14 +77,16 @@ class _Converter:
         self.last_reply_seq: int | None = None
         self.last_reply_has_usage = True
         self.last_total: Any = None
-        self.meta: dict[str, Any] = {"format": FORMAT, "source": str(path)}
+        self.meta: dict[str, Any] = {"format": FORMAT, "source": Path(path).name}
         self.id: str | None = None
+        self.time: int | None = None  # of the record being read
+        self.task_open = False
 
     def flush(self, usage: dict[str, int] | None = None) -> None:
         reply, self.reply = self.reply, None
         if reply is None:
             return
-        self.b.line = reply.line
+        self.b.line, self.b.time = reply.line, reply.time
         self.last_reply_seq = self.b.assistant(
             "\n\n".join(reply.texts),
             reasoning="\n\n".join(reply.reasoning) or None,
@@ -94,15 +97,18 @@ class _Converter:
 
     def open_reply(self, line: int) -> _Reply:
         if self.reply is None:
-            self.reply = _Reply(line)
+            self.reply = _Reply(line, self.time)
         return self.reply
 
     def event(self, number: int, payload: dict[str, Any]) -> None:
         kind = payload.get("type")
         if kind in ("task_started", "task_complete", "turn_aborted"):
             self.flush()
-            self.b.line = number
-            self.b.end_turn("aborted" if kind == "turn_aborted" else "completed")
+            self.b.line, self.b.time = number, self.time
+            # a task started while the one before never completed was cut short
+            aborted = kind == "turn_aborted" or (kind == "task_started" and self.task_open)
+            self.b.end_turn("aborted" if aborted else "completed")
+            self.task_open = kind == "task_started"
         elif kind == "token_count":
             info = payload.get("info")
             total = info.get("total_token_usage") if isinstance(info, dict) else None
@@ -125,7 +131,7 @@ class _Converter:
                 self.open_reply(number).texts.append(text)
                 return
             self.flush()
-            self.b.line = number
+            self.b.line, self.b.time = number, self.time
             if role in ("developer", "system"):
                 self.b.system(text)
             else:
@@ -151,7 +157,7 @@ class _Converter:
             self.open_reply(number).texts.append(f"[web search: {query}]" if query else "[web search]")
         elif kind in ("function_call_output", "custom_tool_call_output"):
             self.flush()
-            self.b.line = number
+            self.b.line, self.b.time = number, self.time
             output = item.get("output")
             media = media_blocks(output, self.b.warn)  # e.g. view_image: input_text + input_image
             if media is not None:
@@ -165,6 +171,8 @@ class _Converter:
             kind = rec.get("type")
             expect(isinstance(kind, str), 'record without a "type"', self.path, number)
             payload = need_dict(rec.get("payload"), 'record without a "payload" object', self.path, number)
+            self.time = iso_ms(rec.get("timestamp"))
+            self.b.time = self.time
             if kind == "session_meta":
                 self.id = payload.get("id") or self.id
                 for key in ("cwd", "originator", "cli_version", "model_provider"):
@@ -172,7 +180,7 @@ class _Converter:
                         self.meta[key] = payload[key]
                 instructions = payload.get("base_instructions")
                 if isinstance(instructions, dict) and isinstance(instructions.get("text"), str):
-                    self.b.line = number
+                    self.b.line, self.b.time = number, self.time
                     self.b.system(instructions["text"])
             elif kind == "turn_context":
                 if isinstance(payload.get("model"), str):
@@ -183,7 +191,7 @@ class _Converter:
                 self.item(number, payload)
             elif kind == "compacted":
                 self.flush()
-                self.b.line = number
+                self.b.line, self.b.time = number, self.time
                 history = payload.get("replacement_history")
                 message = payload.get("message")
                 summary = _render_history(history) if isinstance(history, list) else ""

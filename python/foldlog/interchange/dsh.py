@@ -70,6 +70,7 @@ def convert(path: str | Path) -> list[Conversation]:
     b = EventBuilder()
     for number, rec in iter_jsonl(path, "dsh logs"):
         b.line = number
+        b.time = rec["time"] if isinstance(rec.get("time"), int) else b.time
         kind = rec.get("type")
         data = rec.get("data")
         expect(isinstance(kind, str), 'event without a "type"', path, number)
@@ -100,4 +101,4 @@ def convert(path: str | Path) -> list[Conversation]:
             b.end_turn(str(reason.get("kind", "completed")) if isinstance(reason, Mapping) else "completed")
         else:
             expect(False, f"unknown event type {kind!r} in a version-0 log", path, number)
-    return [b.conversation(id=Path(path).stem, meta={"format": FORMAT, "source": str(path)})]
+    return [b.conversation(id=Path(path).stem, meta={"format": FORMAT, "source": Path(path).name})]

@@ -47,6 +47,8 @@ class ImportedEvent:
     source_event_seqs: list[int] | None = None
     # where it came from in the source file (1-based line, or item index for JSON arrays)
     source_line: int | None = None
+    # the source's time for it (epoch ms), when the source has one
+    time: int | None = None
 
 
 @dataclass(slots=True)
@@ -74,13 +76,32 @@ class ImportCounts:
 @dataclass(slots=True)
 class Conversation:
     """One converted transcript: its events plus what we know about it. ``warnings`` says what
-    of the source could not be carried as it was (a block type the log has no form for)."""
+    of the source could not be carried as it was (a block type the log has no form for).
+
+    A transcript that is a tree (Claude Code: sub-agents, checkpoint rewinds) converts to the
+    thread the session ended on, with the rest as ``children``: each one a session of its own
+    whose ``link`` is its header's parent link without the parent's ``id`` (the writer fills
+    that in: the parent's id is only known once it is written) — ``{"kind": "subagent",
+    "callId": …}`` or ``{"kind": "fork", "atSeq": …}``. ``name`` tells children apart
+    (``agent-a93ccab``, ``fork-1``); ``left_out`` says, one line each, what of the source was
+    not imported (abandoned branches under ``branches="current"``)."""
 
     events: list[ImportedEvent]
     counts: ImportCounts
     id: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    children: list[Conversation] = field(default_factory=list)
+    link: dict[str, Any] | None = None
+    name: str | None = None
+    left_out: list[str] = field(default_factory=list)
+
+    def tree(self) -> list[Conversation]:
+        """This conversation and all its descendants, parents before children."""
+        out = [self]
+        for child in self.children:
+            out.extend(child.tree())
+        return out
 
 
 @dataclass(slots=True)
@@ -163,6 +184,7 @@ class EventBuilder:
         self.events: list[ImportedEvent] = []
         self.counts = ImportCounts()
         self.line: int | None = None  # current source position, stamped on each record
+        self.time: int | None = None  # the source's time there (epoch ms), stamped likewise
         self._turn = 0
         self._turn_open = False
         self._turn_has_reply = False
@@ -209,7 +231,14 @@ class EventBuilder:
     ) -> int:
         seq = len(self.events)
         self.events.append(
-            ImportedEvent(type_, data, surface_op, list(sources) if sources is not None else None, self.line)
+            ImportedEvent(
+                type_,
+                data,
+                surface_op,
+                list(sources) if sources is not None else None,
+                self.line,
+                self.time,
+            )
         )
         if surface_op == "append":
             self._surface.append(seq)

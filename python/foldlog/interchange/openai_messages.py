@@ -148,5 +148,5 @@ def convert(path: str | Path) -> list[Conversation]:
     for ident, messages, extra in _conversations(doc, path):
         b = EventBuilder()
         add_messages(b, messages, path)
-        result.append(b.conversation(id=ident, meta={"format": FORMAT, "source": str(path), **extra}))
+        result.append(b.conversation(id=ident, meta={"format": FORMAT, "source": Path(path).name, **extra}))
     return result

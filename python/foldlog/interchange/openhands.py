@@ -21,7 +21,7 @@ from typing import Any
 
 from foldlog.interchange.events import Conversation, EventBuilder
 from foldlog.interchange.openai_messages import parse_tool_calls, usage_from_openai
-from foldlog.interchange.source import expect, iter_jsonl, load_json, need_list
+from foldlog.interchange.source import expect, iso_ms, iter_jsonl, load_json, need_list
 from foldlog.log.text import display_text
 
 FORMAT = "openhands"
@@ -142,6 +142,7 @@ class _Converter:
         for index, e in enumerate(events):
             self.b.line = self.line if self.line is not None else index + 1
             expect(isinstance(e, Mapping), f"event {index} is not an object", self.path, self.b.line)
+            self.b.time = iso_ms(e.get("timestamp")) or self.b.time
             if "action" in e:
                 self.action(index, e)
             elif "observation" in e:
@@ -154,7 +155,7 @@ class _Converter:
 
 
 def convert(path: str | Path) -> list[Conversation]:
-    base = {"format": FORMAT, "source": str(path)}
+    base = {"format": FORMAT, "source": Path(path).name}
     if Path(path).suffix == ".jsonl":
         out: list[Conversation] = []
         for number, rec in iter_jsonl(path, "OpenHands evaluation outputs (.jsonl)"):

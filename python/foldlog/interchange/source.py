@@ -135,3 +135,20 @@ def need_list(value: Any, message: str, path: str | os.PathLike[str], line: int 
     if not isinstance(value, list):
         raise TranscriptError(message, path=str(path), line=line)
     return value
+
+
+def iso_ms(value: Any) -> int | None:
+    """An ISO-8601 timestamp (``2026-02-12T15:52:46.085Z``) as epoch milliseconds; ``None`` when
+    it is missing or not a timestamp (a source's times are kept where they can be read, never
+    invented). A time without a zone is read as UTC."""
+    if not isinstance(value, str) or not value:
+        return None
+    from datetime import UTC, datetime, timedelta
+
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)

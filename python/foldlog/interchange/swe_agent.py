@@ -25,7 +25,7 @@ def convert(path: str | Path) -> list[Conversation]:
     expect(isinstance(history, list), 'no "history" array (is this a SWE-agent .traj file?)', path, None)
     b = EventBuilder()
     add_messages(b, history, path, observations=True)
-    meta: dict[str, Any] = {"format": FORMAT, "source": str(path)}
+    meta: dict[str, Any] = {"format": FORMAT, "source": Path(path).name}
     info = doc.get("info")
     if isinstance(info, dict):
         for key in ("exit_status", "model_stats"):

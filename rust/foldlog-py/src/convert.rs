@@ -142,7 +142,8 @@ pub fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
     })
 }
 
-/// One event of a batch from its envelope-shaped mapping.
+/// One event of a batch from its envelope-shaped mapping. Its `time` (epoch ms) is the batch's
+/// unless the mapping gives one (an importer keeps the source's timestamps).
 pub fn new_event(py: Python<'_>, ev: &Bound<'_, PyAny>, time: i64) -> PyResult<NewEvent> {
     let env = value_of(ev, "event")?;
     let kind = env
@@ -159,6 +160,12 @@ pub fn new_event(py: Python<'_>, ev: &Bound<'_, PyAny>, time: i64) -> PyResult<N
             serde_json::from_value(v.clone())
                 .map_err(|_| invalid("sourceEventSeqs must list seqs (integers)".into()))?,
         ),
+    };
+    let time = match env.get("time") {
+        None | Some(Value::Null) => time,
+        Some(v) => v
+            .as_i64()
+            .ok_or_else(|| invalid("an event's \"time\" must be an integer (epoch ms)".into()))?,
     };
     Ok(NewEvent {
         kind: kind.to_string(),
