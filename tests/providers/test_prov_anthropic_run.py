@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,10 +47,23 @@ class Retries:
         self.calls.append((attempt, delay, reason))
 
 
+def body_of(provider: Anthropic, messages: Any, tools: Sequence[Any] = ()) -> dict[str, Any]:
+    """The body ``provider`` sends for ``messages``, parsed."""
+    raw = provider.encode_request(Request(messages=messages, tools=tools))
+    assert isinstance(raw, bytes)
+    parsed: dict[str, Any] = json.loads(raw)
+    return parsed
+
+
+def events_sse(events: Sequence[dict[str, Any]]) -> bytes:
+    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
+
+
 async def _go(handlers: Sequence[Handler], **kw: Any) -> tuple[Completion, Loopback, Retries]:
     rec = Retries()
+    retry = kw.pop("retry", FAST)
     async with Loopback(handlers) as srv:
-        p = Anthropic(KEY, "claude-test", srv.base_url, retry=FAST, on_retry=rec, **kw)
+        p = Anthropic(KEY, "claude-test", srv.base_url, retry=retry, on_retry=rec, **kw)
         try:
             got = await collect(p.stream(HI))
         finally:
@@ -203,39 +217,58 @@ def _marks(body: dict[str, Any]) -> list[str]:
     return out
 
 
+def _unmarked(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _unmarked(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_unmarked(v) for v in value]
+    return value
+
+
 def _prefix(body: dict[str, Any], upto: int) -> str:
-    """The body's tools, system and first ``upto`` messages without their breakpoints, as bytes."""
-    strip = json.loads(json.dumps(body).replace(', "cache_control": {"type": "ephemeral"}', ""))
-    return json.dumps([strip.get("tools"), strip.get("system"), strip["messages"][:upto]])
+    """The body's tools, system and first ``upto`` messages without their breakpoints, as text."""
+    return json.dumps(_unmarked([body.get("tools"), body.get("system"), body["messages"][:upto]]))
 
 
-def _tool_step(i: int) -> list[bytes]:
-    """A stream calling fixed_version, then one answering."""
-    call = [
+def _last_blocks(body: dict[str, Any], n: int = 2) -> list[str]:
+    """The places of the last blocks of the last ``n`` user messages."""
+    users = [i for i, m in enumerate(body["messages"]) if m["role"] == "user"]
+    return [f"messages[{i}].content[{len(body['messages'][i]['content']) - 1}]" for i in users[-n:]]
+
+
+@tool(read_only=True)
+def release(n: int) -> str:
+    """The name of release number n."""
+    return f"0.{n}"
+
+
+def _tool_step(i: int) -> bytes:
+    """A stream calling release(n=i) (cache reads growing by 2000 each step)."""
+    return events_sse([
         {"type": "message_start", "message": {"id": f"msg_{i}", "type": "message", "role": "assistant", "model": "m",
          "content": [], "usage": {"input_tokens": 10, "cache_read_input_tokens": 2000 * i,
                                   "cache_creation_input_tokens": 300, "output_tokens": 1}}},
         {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": f"toolu_{i}",
-                                                                     "name": "fixed_version", "input": {}}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": ""}},
+                                                                     "name": "release", "input": {}}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"n": '}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": f"{i}}}"}},
         {"type": "content_block_stop", "index": 0},
         {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
          "usage": {"output_tokens": 12}},
         {"type": "message_stop"},
-    ]  # fmt: skip
-    return [b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in call)]
+    ])  # fmt: skip
 
 
 def test_breakpoints_are_stable_across_the_requests_of_a_run() -> None:
-    streams = [_tool_step(i)[0] for i in range(3)] + [TEXT_STREAM]
+    streams = [_tool_step(i) for i in range(3)] + [TEXT_STREAM]
 
     async def go() -> tuple[Loopback, Session, Agent]:
         session = Session(system="You are terse.")
         async with Loopback([sse(s) for s in streams]) as srv:
             provider = Anthropic(KEY, "claude-test", srv.base_url)
-            agent = Agent(provider, [fixed_version], session)
+            agent = Agent(provider, [release], session)
             try:
-                await agent.run("check the version three times")
+                await agent.run("name releases 0, 1 and 2")
             finally:
                 await provider.aclose()
         return srv, session, agent
@@ -247,8 +280,7 @@ def test_breakpoints_are_stable_across_the_requests_of_a_run() -> None:
         marks = _marks(body)
         assert len(marks) <= MAX_BREAKPOINTS
         assert marks[:2] == ["tools[0]", "system[0]"]
-        users = [i for i, m in enumerate(body["messages"]) if m["role"] == "user"]
-        assert marks[2:] == [f"messages[{i}].content[{len(body['messages'][i]['content']) - 1}]" for i in users[-2:]]
+        assert marks[2:] == _last_blocks(body)
         if n:
             before = bodies[n - 1]
             # everything the previous request sent is sent again, byte for byte: the breakpoint
@@ -268,7 +300,7 @@ def test_breakpoints_move_with_the_new_prefix_after_a_fold_and_cache_false_sends
         s.add({"role": "assistant", "content": f"answer {i}"})
     s.add({"role": "user", "content": "last question"})
     p = Anthropic(KEY, "claude-test")
-    before = json.loads(p.encode_request(Request(messages=s.wire_messages())))  # type: ignore[arg-type]
+    before = body_of(p, s.wire_messages())
     nodes = s.surface_nodes()
     folded = nodes[1:7]  # the first three exchanges
     s.append_event(
@@ -277,19 +309,18 @@ def test_breakpoints_move_with_the_new_prefix_after_a_fold_and_cache_false_sends
         surface_op={"op": "fold", "start": folded[0], "end": folded[-1], "keep": []},
         source_event_seqs=folded,
     )
-    after = json.loads(p.encode_request(Request(messages=s.wire_messages())))  # type: ignore[arg-type]
-    assert after["messages"][0]["content"][0]["text"] == "digest of the first three exchanges"
-    assert len(after["messages"]) == len(before["messages"]) - 6 + 1
+    after = body_of(p, s.wire_messages())
+    # the digest and the next user turn are one user message now
+    assert [b["text"] for b in after["messages"][0]["content"]] == ["digest of the first three exchanges", "question 3"]
+    assert len(before["messages"]) == 9 and len(after["messages"]) == 3
     for body in (before, after):
-        users = [i for i, m in enumerate(body["messages"]) if m["role"] == "user"]
-        assert _marks(body) == ["system[0]"] + [f"messages[{i}].content[0]" for i in users[-2:]]
-    assert _marks(before) != _marks(after)
-    again = json.loads(p.encode_request(Request(messages=s.wire_messages())))  # type: ignore[arg-type]
-    assert again == after  # the same surface, the same bytes
-    off = Anthropic(KEY, "claude-test", cache=False)
-    assert b"cache_control" not in off.encode_request(Request(messages=s.wire_messages()))  # type: ignore[operator]
-    ttl = Anthropic(KEY, "claude-test", cache_ttl="1h")
-    body = json.loads(ttl.encode_request(Request(messages=s.wire_messages())))  # type: ignore[arg-type]
+        assert _marks(body) == ["system[0]", *_last_blocks(body)]
+    assert _marks(before) == ["system[0]", "messages[6].content[0]", "messages[8].content[0]"]
+    assert _marks(after) == ["system[0]", "messages[0].content[1]", "messages[2].content[0]"]
+    assert body_of(p, s.wire_messages()) == after  # the same surface, the same body
+    raw = Anthropic(KEY, "claude-test", cache=False).encode_request(Request(messages=s.wire_messages()))
+    assert isinstance(raw, bytes) and b"cache_control" not in raw
+    body = body_of(Anthropic(KEY, "claude-test", cache_ttl="1h"), s.wire_messages())
     assert body["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
 
 
@@ -308,7 +339,7 @@ def test_mapping_of_images_documents_errors_and_system_blocks() -> None:
     s.add({"role": "tool", "tool_call_id": "c1", "content": "boom", "is_error": True})
     s.add({"role": "tool", "tool_call_id": "c2", "content": "ok"})
     s.add({"role": "user", "content": "and?"})
-    body = json.loads(Anthropic(KEY, "m", cache=False).encode_request(Request(messages=s.wire_messages())))  # type: ignore[arg-type]
+    body = body_of(Anthropic(KEY, "m", cache=False), s.wire_messages())
     assert body["system"] == [{"type": "text", "text": "sys"}]
     user = body["messages"][0]["content"]
     assert user[1] == {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBOR"}}
@@ -329,25 +360,39 @@ def test_thinking_blocks_go_back_only_with_thinking_on() -> None:
     s.add({"role": "user", "content": "q"})
     s.add({"role": "assistant", "content": "a", "reasoning_content": "hmm", "thinking_blocks": [block]})
     s.add({"role": "user", "content": "q2"})
-    on = json.loads(Anthropic(KEY, "m", thinking=True).encode_request(Request(messages=s.wire_messages())))  # type: ignore[arg-type]
-    off = json.loads(Anthropic(KEY, "m").encode_request(Request(messages=s.wire_messages())))  # type: ignore[arg-type]
+    on = body_of(Anthropic(KEY, "m", thinking=True), s.wire_messages())
+    off = body_of(Anthropic(KEY, "m"), s.wire_messages())
     assert on["messages"][1]["content"][0] == block
     assert on["thinking"] == {"type": "enabled", "budget_tokens": 2048}
     assert off["messages"][1]["content"] == [{"type": "text", "text": "a"}] and "thinking" not in off
 
 
 def test_token_count_is_an_estimate_anchored_on_reported_input_tokens() -> None:
+    # the prompt the reply reports: 10 uncached + 20 read + 5 written = 35 tokens
+    reply = events_sse([
+        {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+         "content": [], "usage": {"input_tokens": 10, "cache_read_input_tokens": 20,
+                                  "cache_creation_input_tokens": 5, "output_tokens": 1}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Pelly."}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}},
+        {"type": "message_stop"},
+    ])  # fmt: skip
+
     async def go() -> Session:
         session = Session(system="You are terse.")
-        async with Loopback([sse(TEXT_STREAM)]) as srv:
+        async with Loopback([sse(reply)]) as srv:
             provider = Anthropic(KEY, "claude-haiku-4-5", srv.base_url)
             try:
-                await Agent(provider, [], session).run("Two names for a pet pelican")
+                await Agent(provider, [], session).run("A name for a pet pelican")
             finally:
                 await provider.aclose()
         return session
 
     session = asyncio.run(go())
-    count = session.token_count("claude-haiku-4-5")
-    assert count.exact is False
-    assert session.tokenizer("claude-haiku-4-5").exact is False
+    model = "claude-haiku-4-5"
+    assert session.token_count(model).exact is False
+    sent = session.derive_messages()[:2]  # what the request carried: system and user
+    chars = sum(len(json.dumps(m, ensure_ascii=False)) for m in sent)
+    assert session.tokenizer(model).count("x" * 1000) == math.ceil(1000 * (35 / chars))

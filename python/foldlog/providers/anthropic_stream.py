@@ -164,20 +164,10 @@ class MessagesStreamAssembler:
                 continue
             self._block_start(i, block, out)
             b = self._blocks.get(i)
-            if b is not None:
-                if b.type == "text" and isinstance(block.get("text"), str) and block["text"]:
-                    self._emit_text(block["text"], out)
-                elif b.type == "thinking":
-                    piece = block.get("thinking")
-                    if isinstance(piece, str) and piece:
-                        b.text.append(piece)
-                        self._emit_reasoning(piece, out)
-                    sig = block.get("signature")
-                    b.signature = sig if isinstance(sig, str) else ""
-                elif b.type == "tool_use":
-                    raw = block.get("input")
-                    args = json.dumps(raw, ensure_ascii=False) if raw is not None else "{}"
-                    self._calls[b.call_index][2].append(args)
+            if b is not None and b.type == "tool_use":  # text and thinking came with the start
+                raw = block.get("input")
+                args = json.dumps(raw, ensure_ascii=False) if raw is not None else "{}"
+                self._calls[b.call_index][2].append(args)
             self._block_stop(i, out)
         self._stop(message)
         self.stopped = True
