@@ -116,7 +116,11 @@ def _check(got: Completion, want: dict[str, Any]) -> None:
     assert got.finish_reason == want["finish"]
     u = got.usage
     assert u is not None
-    assert (u.prompt_tokens, u.cache_hit_tokens, u.cache_write_tokens) == (want["prompt"], want["hit"], want["write"])
+    assert (u.prompt_tokens, u.cache_hit_tokens, u.cache_write_tokens) == (
+        want["prompt"],
+        want["hit"],
+        want["write"],
+    )
     assert u.completion_tokens == want["output"]
 
 
@@ -179,7 +183,11 @@ def test_cache_usage_read_and_write() -> None:
     got, _ = asyncio.run(_serve(status(200, body)))
     u = got.usage
     assert u is not None
-    assert (u.cache_hit_tokens, u.cache_write_tokens, u.cache_miss_tokens) == (1111, 418, u.prompt_tokens - 1529)
+    assert (u.cache_hit_tokens, u.cache_write_tokens, u.cache_miss_tokens) == (
+        1111,
+        418,
+        u.prompt_tokens - 1529,
+    )
     assert u.cache_hit_rate == pytest.approx(1111 / u.prompt_tokens)
     assert u.to_dict()["cacheWriteTokens"] == 418
 
@@ -218,14 +226,21 @@ def _to_chat(recorded: dict[str, Any]) -> list[dict[str, Any]]:
     for m in recorded["messages"]:
         blocks = m["content"] if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}]
         if m["role"] == "assistant":
-            msg: dict[str, Any] = {"role": "assistant", "content": _text_of([b for b in blocks if b["type"] == "text"])}
+            msg: dict[str, Any] = {
+                "role": "assistant",
+                "content": _text_of([b for b in blocks if b["type"] == "text"]),
+            }
             thinking = [b for b in blocks if b["type"] in ("thinking", "redacted_thinking")]
             if thinking:
                 msg["thinking_blocks"] = thinking
             calls = [b for b in blocks if b["type"] == "tool_use"]
             if calls:
                 msg["tool_calls"] = [
-                    {"id": b["id"], "type": "function", "function": {"name": b["name"], "arguments": json.dumps(b["input"])}}
+                    {
+                        "id": b["id"],
+                        "type": "function",
+                        "function": {"name": b["name"], "arguments": json.dumps(b["input"])},
+                    }
                     for b in calls
                 ]
             out.append(msg)
@@ -274,8 +289,14 @@ def test_built_request_matches_the_recorded_request(path: Path) -> None:
     thinking = recorded.get("thinking")
     provider = Anthropic(KEY, recorded["model"], max_tokens=recorded["max_tokens"], thinking=thinking)
     tools = [
-        {"type": "function", "function": {"name": t["name"], "description": t.get("description", ""),
-                                          "parameters": t["input_schema"]}}
+        {
+            "type": "function",
+            "function": {
+                "name": t["name"],
+                "description": t.get("description", ""),
+                "parameters": t["input_schema"],
+            },
+        }
         for t in recorded.get("tools", [])
     ]
     body = json.loads(provider.encode_request(Request(messages=session.wire_messages(), tools=tools)))  # type: ignore[arg-type]

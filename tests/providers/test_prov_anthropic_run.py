@@ -13,7 +13,14 @@ from typing import Any
 import pytest
 
 from foldlog import Agent, Session, tool
-from foldlog.errors import APIError, AuthError, ConfigError, InvalidEventError, ProviderError, StreamInterrupted
+from foldlog.errors import (
+    APIError,
+    AuthError,
+    ConfigError,
+    InvalidEventError,
+    ProviderError,
+    StreamInterrupted,
+)
 from foldlog.providers import Anthropic, Request, RetryPolicy, collect
 from foldlog.providers.anthropic_body import MAX_BREAKPOINTS
 from foldlog.providers.collect import Completion
@@ -25,8 +32,12 @@ FAST = RetryPolicy(base_delay=0.01, max_delay=0.05)
 KEY = "sk-ant-very-secret-key-123456"
 HI = Request(messages=[{"role": "user", "content": "hi"}])
 TEXT_STREAM = (ANTHROPIC / "llm-anthropic" / "parallel-tool-use-stream__01.response.sse").read_bytes()
-OVERLOADED = '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_x"}'
-RATE_LIMITED = '{"type":"error","error":{"type":"rate_limit_error","message":"slow down"},"request_id":"req_y"}'
+OVERLOADED = (
+    '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_x"}'
+)
+RATE_LIMITED = (
+    '{"type":"error","error":{"type":"rate_limit_error","message":"slow down"},"request_id":"req_y"}'
+)
 
 
 def _error_event(kind: str = "overloaded_error") -> bytes:
@@ -131,7 +142,9 @@ def test_auth_errors_and_key_scrubbing() -> None:
     body = json.dumps({"type": "error", "error": {"type": "permission_error", "message": f"bad key {KEY}"}})
     err = fails(AuthError, [status(403, body)])
     assert "permission_error" in str(err) and "***" in str(err)
-    err = fails(APIError, [status(400, '{"type":"error","error":{"type":"invalid_request_error","message":"no"}}')])
+    err = fails(
+        APIError, [status(400, '{"type":"error","error":{"type":"invalid_request_error","message":"no"}}')]
+    )
     assert isinstance(err, APIError) and err.status == 400
 
 
@@ -153,10 +166,14 @@ def test_key_from_the_environment_and_bad_settings(monkeypatch: pytest.MonkeyPat
 def test_thinking_blocks_are_checked_by_the_core() -> None:
     s = Session()
     with pytest.raises(InvalidEventError, match=r"thinking_blocks\[0\].signature is missing"):
-        s.add({"role": "assistant", "content": "a", "thinking_blocks": [{"type": "thinking", "thinking": "t"}]})
+        s.add(
+            {"role": "assistant", "content": "a", "thinking_blocks": [{"type": "thinking", "thinking": "t"}]}
+        )
     with pytest.raises(InvalidEventError, match="thinking_blocks"):
         s.add({"role": "assistant", "content": "a", "thinking_blocks": [{"type": "text", "text": "t"}]})
-    s.add({"role": "assistant", "content": "a", "thinking_blocks": [{"type": "redacted_thinking", "data": "x"}]})
+    s.add(
+        {"role": "assistant", "content": "a", "thinking_blocks": [{"type": "redacted_thinking", "data": "x"}]}
+    )
 
 
 # --- a two-step run with tools and thinking --------------------------------------------------
@@ -178,8 +195,13 @@ def test_two_step_run_sends_the_signed_thinking_block_and_the_tool_result_back()
     async def go() -> tuple[str, Loopback, Session]:
         session = Session()
         async with Loopback([sse(first, piece=13), sse(second, piece=13)]) as srv:
-            provider = Anthropic(KEY, "claude-haiku-4-5-20251001", srv.base_url, max_tokens=64000,
-                                 thinking=recorded["thinking"])  # fmt: skip
+            provider = Anthropic(
+                KEY,
+                "claude-haiku-4-5-20251001",
+                srv.base_url,
+                max_tokens=64000,
+                thinking=recorded["thinking"],
+            )
             try:
                 answer = await Agent(provider, [fixed_version], session).run(prompt)
             finally:
@@ -197,12 +219,14 @@ def test_two_step_run_sends_the_signed_thinking_block_and_the_tool_result_back()
     assert thinking == recorded["messages"][1]["content"][0]  # verbatim, signature included
     assert sent["thinking"] == recorded["thinking"]
     # the log keeps it
-    assistant = [m for m in session.derive_messages() if m["role"] == "assistant"][0]
+    assistant = next(m for m in session.derive_messages() if m["role"] == "assistant")
     assert assistant["thinking_blocks"][0]["signature"] == thinking["signature"]
     # the other wire styles leave it out (an OpenAI-compatible endpoint would refuse it)
     from foldlog import _core
 
-    assert all("thinking_blocks" not in m for m in _core.styled_messages(list(session.wire_messages()), "strip"))
+    assert all(
+        "thinking_blocks" not in m for m in _core.styled_messages(list(session.wire_messages()), "strip")
+    )
 
 
 # --- prompt caching ----------------------------------------------------------------------------
@@ -244,19 +268,48 @@ def release(n: int) -> str:
 
 def _tool_step(i: int) -> bytes:
     """A stream calling release(n=i) (cache reads growing by 2000 each step)."""
-    return events_sse([
-        {"type": "message_start", "message": {"id": f"msg_{i}", "type": "message", "role": "assistant", "model": "m",
-         "content": [], "usage": {"input_tokens": 10, "cache_read_input_tokens": 2000 * i,
-                                  "cache_creation_input_tokens": 300, "output_tokens": 1}}},
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": f"toolu_{i}",
-                                                                     "name": "release", "input": {}}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"n": '}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": f"{i}}}"}},
-        {"type": "content_block_stop", "index": 0},
-        {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-         "usage": {"output_tokens": 12}},
-        {"type": "message_stop"},
-    ])  # fmt: skip
+    return events_sse(
+        [
+            {
+                "type": "message_start",
+                "message": {
+                    "id": f"msg_{i}",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "m",
+                    "content": [],
+                    "usage": {
+                        "input_tokens": 10,
+                        "cache_read_input_tokens": 2000 * i,
+                        "cache_creation_input_tokens": 300,
+                        "output_tokens": 1,
+                    },
+                },
+            },
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "tool_use", "id": f"toolu_{i}", "name": "release", "input": {}},
+            },
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": '{"n": '},
+            },
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": f"{i}}}"},
+            },
+            {"type": "content_block_stop", "index": 0},
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                "usage": {"output_tokens": 12},
+            },
+            {"type": "message_stop"},
+        ]
+    )
 
 
 def test_breakpoints_are_stable_across_the_requests_of_a_run() -> None:
@@ -311,7 +364,10 @@ def test_breakpoints_move_with_the_new_prefix_after_a_fold_and_cache_false_sends
     )
     after = body_of(p, s.wire_messages())
     # the digest and the next user turn are one user message now
-    assert [b["text"] for b in after["messages"][0]["content"]] == ["digest of the first three exchanges", "question 3"]
+    assert [b["text"] for b in after["messages"][0]["content"]] == [
+        "digest of the first three exchanges",
+        "question 3",
+    ]
     assert len(before["messages"]) == 9 and len(after["messages"]) == 3
     for body in (before, after):
         assert _marks(body) == ["system[0]", *_last_blocks(body)]
@@ -326,25 +382,45 @@ def test_breakpoints_move_with_the_new_prefix_after_a_fold_and_cache_false_sends
 
 def test_mapping_of_images_documents_errors_and_system_blocks() -> None:
     s = Session(system="sys")
-    s.add({"role": "user", "content": [
-        {"type": "text", "text": "look"},
-        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBOR"}},
-        {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBER"},
-         "title": "a.pdf"},
-    ]})  # fmt: skip
-    s.add({"role": "assistant", "content": "", "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"x": 1}'}},
-        {"id": "c2", "type": "function", "function": {"name": "f", "arguments": "{bad"}},
-    ]})  # fmt: skip
+    s.add(
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "look"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBOR"}},
+                {
+                    "type": "document",
+                    "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBER"},
+                    "title": "a.pdf",
+                },
+            ],
+        }
+    )
+    s.add(
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"x": 1}'}},
+                {"id": "c2", "type": "function", "function": {"name": "f", "arguments": "{bad"}},
+            ],
+        }
+    )
     s.add({"role": "tool", "tool_call_id": "c1", "content": "boom", "is_error": True})
     s.add({"role": "tool", "tool_call_id": "c2", "content": "ok"})
     s.add({"role": "user", "content": "and?"})
     body = body_of(Anthropic(KEY, "m", cache=False), s.wire_messages())
     assert body["system"] == [{"type": "text", "text": "sys"}]
     user = body["messages"][0]["content"]
-    assert user[1] == {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBOR"}}
-    assert user[2] == {"type": "document", "title": "a.pdf",
-                       "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBER"}}  # fmt: skip
+    assert user[1] == {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": "iVBOR"},
+    }
+    assert user[2] == {
+        "type": "document",
+        "title": "a.pdf",
+        "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBER"},
+    }
     calls = body["messages"][1]["content"]
     assert [c["input"] for c in calls] == [{"x": 1}, {"arguments": "{bad"}]
     results = body["messages"][2]["content"]
@@ -369,16 +445,31 @@ def test_thinking_blocks_go_back_only_with_thinking_on() -> None:
 
 def test_token_count_is_an_estimate_anchored_on_reported_input_tokens() -> None:
     # the prompt the reply reports: 10 uncached + 20 read + 5 written = 35 tokens
-    reply = events_sse([
-        {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
-         "content": [], "usage": {"input_tokens": 10, "cache_read_input_tokens": 20,
-                                  "cache_creation_input_tokens": 5, "output_tokens": 1}}},
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Pelly."}},
-        {"type": "content_block_stop", "index": 0},
-        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}},
-        {"type": "message_stop"},
-    ])  # fmt: skip
+    reply = events_sse(
+        [
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_1",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "m",
+                    "content": [],
+                    "usage": {
+                        "input_tokens": 10,
+                        "cache_read_input_tokens": 20,
+                        "cache_creation_input_tokens": 5,
+                        "output_tokens": 1,
+                    },
+                },
+            },
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Pelly."}},
+            {"type": "content_block_stop", "index": 0},
+            {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}},
+            {"type": "message_stop"},
+        ]
+    )
 
     async def go() -> Session:
         session = Session(system="You are terse.")

@@ -70,7 +70,10 @@ def content_block(block: Mapping[str, Any]) -> Block:
         if isinstance(url, str):
             parsed = _data_url(url)
             if parsed is not None:
-                return {"type": "image", "source": {"type": "base64", "media_type": parsed[0], "data": parsed[1]}}
+                return {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": parsed[0], "data": parsed[1]},
+                }
             return {"type": "image", "source": {"type": "url", "url": url}}
     if kind == "file":
         f = block.get("file")
@@ -79,14 +82,22 @@ def content_block(block: Mapping[str, Any]) -> Block:
             parsed = _data_url(data) if isinstance(data, str) else None
             doc: Block | None = None
             if parsed is not None:
-                doc = {"type": "document", "source": {"type": "base64", "media_type": parsed[0], "data": parsed[1]}}
+                doc = {
+                    "type": "document",
+                    "source": {"type": "base64", "media_type": parsed[0], "data": parsed[1]},
+                }
             elif isinstance(f.get("file_id"), str):
                 doc = {"type": "document", "source": {"type": "file", "file_id": f["file_id"]}}
             if doc is not None:
                 if isinstance(f.get("filename"), str) and f["filename"]:
                     doc["title"] = f["filename"]
                 return doc
-    return _plain(block)
+    return _plain_block(block)
+
+
+def _plain_block(block: Mapping[str, Any]) -> Block:
+    """A frozen mapping from the session as a plain dict (deeply)."""
+    return {str(k): _plain(v) for k, v in block.items()}
 
 
 def _plain(value: Any) -> Any:
@@ -130,15 +141,19 @@ def _assistant_blocks(m: Mapping[str, Any], thinking: bool) -> list[Block]:
         # the signed reasoning first, verbatim, as the API gave it (it checks the signature)
         for b in m.get("thinking_blocks") or ():
             if isinstance(b, Mapping):
-                out.append(_plain(b))
+                out.append(_plain_block(b))
     out += [b for b in _blocks(m.get("content")) if b.get("type") not in ("thinking", "redacted_thinking")]
     for call in m.get("tool_calls") or ():
         fn = call.get("function") if isinstance(call, Mapping) else None
         if not isinstance(fn, Mapping):
             continue
         out.append(
-            {"type": "tool_use", "id": str(call.get("id") or ""), "name": str(fn.get("name") or ""),
-             "input": _input(fn.get("arguments"))}
+            {
+                "type": "tool_use",
+                "id": str(call.get("id") or ""),
+                "name": str(fn.get("name") or ""),
+                "input": _input(fn.get("arguments")),
+            }
         )
     return out
 
@@ -158,7 +173,9 @@ def _tool_result(m: Mapping[str, Any]) -> Block:
     return out
 
 
-def split_messages(messages: Sequence[Mapping[str, Any]], *, thinking: bool) -> tuple[list[Block], list[Message]]:
+def split_messages(
+    messages: Sequence[Mapping[str, Any]], *, thinking: bool
+) -> tuple[list[Block], list[Message]]:
     """``(system blocks, messages)`` of the Messages API for chat-shaped ``messages``.
 
     Leading system messages become the ``system`` blocks; a system message later in the history
@@ -183,7 +200,9 @@ def split_messages(messages: Sequence[Mapping[str, Any]], *, thinking: bool) -> 
         else:
             blocks, want = _blocks(m.get("content")), "user"
             if role == "system":
-                blocks = [{"type": "text", "text": f"<system>\n{b.get('text', '')}\n</system>"} for b in blocks]
+                blocks = [
+                    {"type": "text", "text": f"<system>\n{b.get('text', '')}\n</system>"} for b in blocks
+                ]
         if not blocks:
             continue
         if out and out[-1]["role"] == want:
@@ -231,7 +250,7 @@ def thinking_param(thinking: Any, max_tokens: int) -> dict[str, Any] | None:
     elif isinstance(thinking, int):
         budget = thinking
     elif isinstance(thinking, Mapping):
-        return _plain(thinking)  # type: ignore[no-any-return]
+        return _plain_block(thinking)
     else:
         raise ConfigError(f"thinking must be None, a bool, a token budget or a mapping, got {thinking!r}")
     if budget < 1024:

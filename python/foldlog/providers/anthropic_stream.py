@@ -244,7 +244,9 @@ class MessagesStreamAssembler:
             return
         if b.type == "thinking" and b.signature:
             # only a signed block can go back; unsigned reasoning stays reasoning_content
-            out.append(ThinkingBlock({"type": "thinking", "thinking": "".join(b.text), "signature": b.signature}))
+            out.append(
+                ThinkingBlock({"type": "thinking", "thinking": "".join(b.text), "signature": b.signature})
+            )
         elif b.type == "redacted_thinking" and b.data:
             out.append(ThinkingBlock({"type": "redacted_thinking", "data": b.data}))
 

@@ -136,7 +136,14 @@ class ErrorChunk:
 
 
 Chunk = (
-    TextDelta | ReasoningDelta | ThinkingBlock | ToolCallStart | ToolCallChunk | UsageChunk | Done | ErrorChunk
+    TextDelta
+    | ReasoningDelta
+    | ThinkingBlock
+    | ToolCallStart
+    | ToolCallChunk
+    | UsageChunk
+    | Done
+    | ErrorChunk
 )
 
 

@@ -71,7 +71,10 @@ fn chat_styles_leave_out_the_messages_api_keys() {
     assert!(s(&thinking, WireStyle::Keep).contains(r#""signature":"sig""#));
     assert!(s(&failed, WireStyle::Keep).contains(r#""is_error":true"#));
     for style in [WireStyle::Strip, WireStyle::WithCalls] {
-        assert!(!s(&thinking, style).contains("thinking_blocks"), "{style:?}");
+        assert!(
+            !s(&thinking, style).contains("thinking_blocks"),
+            "{style:?}"
+        );
         assert!(!s(&failed, style).contains("is_error"), "{style:?}");
     }
     // DeepSeek's reasoning stays on the call turn
@@ -82,18 +85,25 @@ fn chat_styles_leave_out_the_messages_api_keys() {
 fn thinking_blocks_and_failed_results_are_derived() {
     let mut log = EventLog::new(None);
     let block = json!({"type": "redacted_thinking", "data": "opaque"});
-    log.add_message(&json!({"role": "user", "content": "q"}), 0).unwrap();
+    log.add_message(&json!({"role": "user", "content": "q"}), 0)
+        .unwrap();
     log.add_message(&json!({"role": "assistant", "content": "", "thinking_blocks": [block],
         "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}), 0)
         .unwrap();
-    log.add_message(&json!({"role": "tool", "tool_call_id": "c", "content": "boom", "is_error": true}), 0)
-        .unwrap();
+    log.add_message(
+        &json!({"role": "tool", "tool_call_id": "c", "content": "boom", "is_error": true}),
+        0,
+    )
+    .unwrap();
     let derived = log.messages();
     assert_eq!(derived[1]["thinking_blocks"], json!([block]));
     assert_eq!(derived[2]["is_error"], json!(true));
     let bad = json!({"role": "assistant", "content": "a", "thinking_blocks": [{"type": "thinking", "thinking": "t"}]});
     let err = log.add_message(&bad, 0).unwrap_err().to_string();
-    assert!(err.contains("thinking_blocks[0].signature is missing"), "{err}");
+    assert!(
+        err.contains("thinking_blocks[0].signature is missing"),
+        "{err}"
+    );
 }
 
 fn seg_body(parts: &[&str]) -> WireBody {
