@@ -240,7 +240,7 @@ def cli_env(home: Path, *, set_home: bool = True) -> dict[str, str]:
     )
     if not set_home:
         del env["FOLDLOG_HOME"]
-    for key in ("DEEPSEEK_API_KEY", "OPENAI_API_KEY", "FOLDLOG_API_KEY"):
+    for key in ("DEEPSEEK_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "FOLDLOG_API_KEY"):
         env.pop(key, None)
     return env
 
@@ -252,12 +252,15 @@ def run_cli(
     input: str | None = None,
     timeout: float = 120,
     set_home: bool = True,
+    extra_env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``python -m foldlog ARGS`` with an isolated home and user config folder.
 
-    ``set_home=False`` leaves ``FOLDLOG_HOME`` unset (the state folder is still under ``home``).
+    ``set_home=False`` leaves ``FOLDLOG_HOME`` unset (the state folder is still under ``home``);
+    ``extra_env`` adds variables (an API key for the run).
     """
     env = cli_env(home, set_home=set_home)
+    env.update(extra_env or {})
     return subprocess.run(
         [sys.executable, "-m", "foldlog", *args],
         cwd=str(cwd or home),

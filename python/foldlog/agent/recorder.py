@@ -35,12 +35,19 @@ CANCELLED_DURING = "error: cancelled during execution"
 
 
 def assistant_message(
-    content: Any, *, reasoning: str | None = None, calls: Sequence[CallSpec] = ()
+    content: Any,
+    *,
+    reasoning: str | None = None,
+    calls: Sequence[CallSpec] = (),
+    thinking_blocks: Sequence[Mapping[str, str]] = (),
 ) -> dict[str, Any]:
-    """An assistant message in the OpenAI chat shape the log keeps."""
+    """An assistant message in the OpenAI chat shape the log keeps (``thinking_blocks``: the
+    provider's signed reasoning, sent back verbatim: docs/log-format.md)."""
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if reasoning is not None:
         message["reasoning_content"] = reasoning
+    if thinking_blocks:
+        message["thinking_blocks"] = [dict(b) for b in thinking_blocks]
     if calls:
         message["tool_calls"] = [
             {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
@@ -136,6 +143,7 @@ class Reply:
 
     text: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
+    thinking_blocks: list[Mapping[str, str]] = field(default_factory=list)
     calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
     finish: str | None = None
@@ -193,6 +201,7 @@ class StepRecorder:
             content,
             reasoning="".join(reply.reasoning) if reply.reasoning else None,
             calls=[(c.id, c.name, c.arguments) for c in calls],
+            thinking_blocks=reply.thinking_blocks,
         )
         usage = reply.usage.to_dict() if reply.usage is not None else None
         self.events.assistant(turn, step, message, usage=usage, sources=reply.chunks)

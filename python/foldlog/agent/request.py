@@ -121,6 +121,8 @@ async def read_stream(
             elif kind == "reasoning":
                 reply.reasoning.append(chunk.text)
                 emit(Reasoning(chunk.text, turn, step))
+            elif kind == "thinking_block":
+                reply.thinking_blocks.append(chunk.block)
             elif kind == "tool_call_start":
                 emit(ToolDispatch(chunk.id, chunk.name, "", partial=True))
             elif kind == "tool_call":

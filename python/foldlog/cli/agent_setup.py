@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from foldlog.log.session import Session
     from foldlog.providers.base import Provider
 
-DEFAULT_MODELS = {"deepseek": "deepseek-v4-flash", "openai": "gpt-4o-mini"}
+DEFAULT_MODELS = {"deepseek": "deepseek-v4-flash", "openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}
 
 SYSTEM_PROMPT = (
     "You are a careful software assistant working in the folder {workspace}. "
@@ -49,6 +49,10 @@ def make_provider(cfg: Config, *, on_retry: Any = None) -> Provider:
         if base_url:
             common["base_url"] = base_url
         provider = _cls("openai", "OpenAI")(model=model or DEFAULT_MODELS["openai"], **common)
+    elif name == "anthropic":
+        if base_url:
+            common["base_url"] = base_url
+        provider = _cls("anthropic", "Anthropic")(model=model or DEFAULT_MODELS["anthropic"], **common)
     elif name == "openai-compatible":
         if not base_url:
             raise UsageError("--provider openai-compatible needs --base-url (or base_url in foldlog.toml)")

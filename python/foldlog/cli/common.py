@@ -11,7 +11,7 @@ from foldlog.cli.config import Config, load_config
 if TYPE_CHECKING:
     from rich.console import Console
 
-PROVIDERS = ("local", "deepseek", "openai", "openai-compatible")
+PROVIDERS = ("local", "deepseek", "openai", "anthropic", "openai-compatible")
 
 
 def add_agent_options(p: argparse.ArgumentParser) -> None:

@@ -8,7 +8,7 @@ Keys read from ``foldlog.toml`` (all optional)::
 
     home = "~/foldlog"          # sessions go to <home>/sessions
     sessions_dir = "..."        # or name the sessions folder directly
-    provider = "deepseek"       # local | deepseek | openai | openai-compatible
+    provider = "deepseek"       # local | deepseek | openai | anthropic | openai-compatible
     model = "deepseek-v4-flash"
     base_url = "http://127.0.0.1:8080/v1"
     max_steps = 50

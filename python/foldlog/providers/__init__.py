@@ -13,6 +13,7 @@ from foldlog.providers.base import (
     ReasoningDelta,
     Request,
     TextDelta,
+    ThinkingBlock,
     ToolCall,
     ToolCallChunk,
     ToolCallStart,
@@ -26,6 +27,7 @@ from foldlog.providers.collect import Completion, collect
 
 # public name -> module defining it (PEP 562 lazy attributes: httpx and friends load on use)
 _LAZY: dict[str, str] = {
+    "Anthropic": "foldlog.providers.anthropic",
     "OpenAICompatible": "foldlog.providers.openai_compat",
     "DeepSeek": "foldlog.providers.deepseek",
     "OpenAI": "foldlog.providers.openai",
@@ -38,6 +40,7 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
+    from foldlog.providers.anthropic import Anthropic
     from foldlog.providers.deepseek import DeepSeek
     from foldlog.providers.llama_server import LlamaServer
     from foldlog.providers.local import LocalLlama
@@ -52,6 +55,7 @@ __getattr__, __dir__ = lazy_attributes(globals(), _LAZY)
 
 
 __all__ = [
+    "Anthropic",
     "Chunk",
     "Completion",
     "DeepSeek",
@@ -68,6 +72,7 @@ __all__ = [
     "RetryPolicy",
     "Scripted",
     "TextDelta",
+    "ThinkingBlock",
     "ToolCall",
     "ToolCallChunk",
     "ToolCallStart",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from foldlog.errors import APIError, StreamProtocolError
 from foldlog.providers.base import (
@@ -66,6 +66,21 @@ def parse_usage(raw: Mapping[str, Any]) -> Usage:
         cache_miss_tokens=miss,
         reasoning_tokens=reasoning,
     )
+
+
+class StreamAssembler(Protocol):
+    """What a provider's reader needs of the assembler of one response (chat completions here,
+    the Messages API in :mod:`foldlog.providers.anthropic_stream`)."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def finished(self) -> bool: ...
+
+    def feed(self, obj: Any, event: str = "message") -> list[Chunk]: ...
+
+    def finish(self) -> list[Chunk]: ...
 
 
 @dataclass(slots=True)

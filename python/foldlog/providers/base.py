@@ -43,6 +43,10 @@ class Usage:
     cache_hit_tokens: int = 0
     cache_miss_tokens: int = 0
     reasoning_tokens: int = 0
+    #: prompt tokens written to the provider's cache by this request (Anthropic's
+    #: ``cache_creation_input_tokens``; priced apart from hits and misses). For Anthropic,
+    #: ``prompt_tokens`` = hits + misses + writes.
+    cache_write_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -53,13 +57,16 @@ class Usage:
         return self.cache_hit_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
 
     def to_dict(self) -> dict[str, int]:
-        return {
+        out = {
             "promptTokens": self.prompt_tokens,
             "completionTokens": self.completion_tokens,
             "cacheHitTokens": self.cache_hit_tokens,
             "cacheMissTokens": self.cache_miss_tokens,
             "reasoningTokens": self.reasoning_tokens,
         }
+        if self.cache_write_tokens:  # only providers that report writes (logs stay as they were)
+            out["cacheWriteTokens"] = self.cache_write_tokens
+        return out
 
 
 # --- chunks ----------------------------------------------------------------------------------
@@ -75,6 +82,17 @@ class TextDelta:
 class ReasoningDelta:
     text: str
     kind: Literal["reasoning"] = "reasoning"
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingBlock:
+    """A complete block of signed reasoning, to be kept in the log and sent back verbatim
+    (Anthropic: ``{"type":"thinking","thinking","signature"}`` or
+    ``{"type":"redacted_thinking","data"}``). Its text, if any, also streamed as
+    :class:`ReasoningDelta` pieces; this chunk carries the block whole, after them."""
+
+    block: Mapping[str, str]
+    kind: Literal["thinking_block"] = "thinking_block"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +135,16 @@ class ErrorChunk:
     kind: Literal["error"] = "error"
 
 
-Chunk = TextDelta | ReasoningDelta | ToolCallStart | ToolCallChunk | UsageChunk | Done | ErrorChunk
+Chunk = (
+    TextDelta
+    | ReasoningDelta
+    | ThinkingBlock
+    | ToolCallStart
+    | ToolCallChunk
+    | UsageChunk
+    | Done
+    | ErrorChunk
+)
 
 
 def stream_end(calls: Sequence[ToolCall], usage: Usage | None, finish: FinishReason) -> Iterator[Chunk]:
@@ -137,6 +164,8 @@ def chunk_data(chunk: Chunk) -> dict[str, Any]:
         return {"type": "text-delta", "text": chunk.text}
     if isinstance(chunk, ReasoningDelta):
         return {"type": "reasoning-delta", "text": chunk.text}
+    if isinstance(chunk, ThinkingBlock):
+        return {"type": "thinking-block", "block": dict(chunk.block)}
     if isinstance(chunk, ToolCallStart):
         return {"type": "tool-call-start", "index": chunk.index, "id": chunk.id, "name": chunk.name}
     if isinstance(chunk, ToolCallChunk):

@@ -12,6 +12,8 @@ from foldlog.providers.base import Chunk, FinishReason, ToolCall, ToolCallStart,
 class Completion:
     text: str = ""
     reasoning: str = ""
+    #: signed reasoning blocks (Anthropic thinking / redacted_thinking), whole, in order
+    thinking_blocks: list[dict[str, str]] = field(default_factory=list)
     tool_calls: list[ToolCall] = field(default_factory=list)
     started: list[ToolCallStart] = field(default_factory=list)
     usage: Usage | None = None
@@ -23,6 +25,8 @@ class Completion:
         msg: dict[str, object] = {"role": "assistant", "content": self.text}
         if self.reasoning:
             msg["reasoning_content"] = self.reasoning
+        if self.thinking_blocks:
+            msg["thinking_blocks"] = [dict(b) for b in self.thinking_blocks]
         if self.tool_calls:
             msg["tool_calls"] = [c.to_openai() for c in self.tool_calls]
         return msg
@@ -39,6 +43,8 @@ async def collect(stream: AsyncIterator[Chunk]) -> Completion:
             text.append(chunk.text)
         elif chunk.kind == "reasoning":
             reasoning.append(chunk.text)
+        elif chunk.kind == "thinking_block":
+            out.thinking_blocks.append(dict(chunk.block))
         elif chunk.kind == "tool_call_start":
             out.started.append(chunk)
         elif chunk.kind == "tool_call":

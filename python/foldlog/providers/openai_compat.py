@@ -27,7 +27,7 @@ from foldlog.errors import (
     StreamInterrupted,
     StreamProtocolError,
 )
-from foldlog.providers.assemble import ChatStreamAssembler
+from foldlog.providers.assemble import ChatStreamAssembler, StreamAssembler
 from foldlog.providers.base import Chunk, ErrorChunk, Request
 from foldlog.providers.content import TEXT_AND_IMAGES, check_content
 from foldlog.providers.retry import OnRetry, RetryPolicy, is_retryable_status
@@ -226,7 +226,7 @@ class OpenAICompatible:
         replays = 0
         while True:
             response = await self._send(payload)
-            asm = ChatStreamAssembler()
+            asm = self.new_assembler()
             forwarded = False
             try:
                 async for chunks in self._read(response, asm):
@@ -252,7 +252,12 @@ class OpenAICompatible:
             finally:
                 await response.aclose()
 
-    async def _read(self, response: httpx.Response, asm: ChatStreamAssembler) -> AsyncIterator[list[Chunk]]:
+    def new_assembler(self) -> StreamAssembler:
+        """The reader of one response's events (a subclass speaking another stream format gives
+        its own)."""
+        return ChatStreamAssembler()
+
+    async def _read(self, response: httpx.Response, asm: StreamAssembler) -> AsyncIterator[list[Chunk]]:
         import httpx
 
         if _is_json(response):
@@ -309,7 +314,7 @@ class OpenAICompatible:
             raise _Cut("the stream ended without [DONE] or a finish reason (cut connection)")
         yield asm.finish()
 
-    def _event(self, event: SSEEvent, asm: ChatStreamAssembler) -> list[Chunk] | None:
+    def _event(self, event: SSEEvent, asm: StreamAssembler) -> list[Chunk] | None:
         data = event.data.strip()
         if data == "[DONE]":
             return None
@@ -326,7 +331,7 @@ class OpenAICompatible:
             raise _Cut(f"a data line is not a JSON object: {self.redact(data[:120])!r}")
         return asm.feed(obj, event.event)
 
-    async def _read_json(self, response: httpx.Response, asm: ChatStreamAssembler) -> list[Chunk]:
+    async def _read_json(self, response: httpx.Response, asm: StreamAssembler) -> list[Chunk]:
         """A server that ignored ``stream: true`` answered with one JSON completion."""
         import httpx
 
@@ -358,6 +363,11 @@ class OpenAICompatible:
             raise _Cut(f"malformed JSON body ({e.msg})") from None
         if not isinstance(obj, dict):
             raise _Cut("the JSON body is not an object")
+        return self.json_chunks(obj, asm)
+
+    def json_chunks(self, obj: dict[str, Any], asm: StreamAssembler) -> list[Chunk]:
+        """The chunks of a whole (non-streamed) JSON response: its choices' messages fed as
+        deltas."""
         if isinstance(obj.get("choices"), list):
             obj = dict(obj)
             obj["choices"] = [
@@ -378,8 +388,7 @@ class OpenAICompatible:
         # twice) gets a new client
         if self._client is None or self._client_loop is not loop:
             headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
-            if self._api_key:
-                headers["Authorization"] = f"Bearer {self._api_key}"
+            headers.update(self.auth_headers())
             headers.update(self._headers)
             self._client = httpx.AsyncClient(
                 headers=headers,
@@ -439,6 +448,11 @@ class OpenAICompatible:
             delay = self.retry.delay(attempt, retry_headers)
             await self._notify(attempt, delay, reason)
             await asyncio.sleep(delay)
+
+    def auth_headers(self) -> dict[str, str]:
+        """The headers carrying the key (a bearer token; a subclass whose API names it otherwise
+        gives its own)."""
+        return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
 
     def check_peer(self) -> None:
         """Called before each retry or replay: raise to stop retrying (a local server that died)."""

@@ -53,6 +53,7 @@ class UsageMeter:
         t.cache_hit_tokens += usage.cache_hit_tokens
         t.cache_miss_tokens += usage.cache_miss_tokens
         t.reasoning_tokens += usage.reasoning_tokens
+        t.cache_write_tokens += usage.cache_write_tokens
         turn_cost = self.price.cost(usage) if self.price is not None else 0.0
         self.cost += turn_cost
         self.requests += 1

@@ -9,15 +9,17 @@ use std::sync::{Arc, RwLock};
 
 use serde_json::{Number, Value};
 
-/// What happens to `reasoning_content` when a message is sent.
+/// What happens to `reasoning_content` (and the Messages-API-only keys, [`MESSAGES_API_KEYS`])
+/// when a message is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WireStyle {
     /// Messages as derived (what `wire_messages()` holds).
     Keep,
-    /// Without `reasoning_content` (OpenAI-compatible endpoints).
+    /// Without `reasoning_content` (OpenAI-compatible endpoints), nor the Messages API's keys.
     Strip,
     /// DeepSeek thinking mode: assistant messages with tool calls carry their
-    /// `reasoning_content` (`""` when none was recorded); every other message goes without it.
+    /// `reasoning_content` (`""` when none was recorded); every other message goes without it
+    /// (and without the Messages API's keys).
     WithCalls,
 }
 
@@ -36,6 +38,10 @@ impl WireStyle {
         WireStyle::ALL.into_iter().find(|s| s.id() == id)
     }
 }
+
+/// Keys of a derived message that only the Anthropic Messages API takes (signed reasoning, a
+/// failed result's flag); `Strip` and `WithCalls` leave them out.
+pub const MESSAGES_API_KEYS: [&str; 2] = ["thinking_blocks", "is_error"];
 
 /// Python's truth value of a JSON value (`if out.get("tool_calls")`).
 fn truthy(v: &Value) -> bool {
@@ -68,10 +74,14 @@ pub fn message_json(message: &Value, style: WireStyle) -> Vec<u8> {
             })
         }
     };
+    // the keys only the Messages API reads (`thinking_blocks`, `is_error`) are no part of a chat
+    // completions message: the styles for those endpoints leave them out
+    let chat_only = style != WireStyle::Keep;
     let mut keys: Vec<&str> = obj
         .keys()
         .map(String::as_str)
         .filter(|k| *k != "reasoning_content")
+        .filter(|k| !(chat_only && MESSAGES_API_KEYS.contains(k)))
         .collect();
     if reasoning.is_some() {
         keys.push("reasoning_content");

@@ -1,5 +1,7 @@
 //! Projection of one surface event into a chat message (OpenAI chat shape):
-//! `{"role","content","reasoning_content"?,"tool_calls"?,"tool_call_id"?,"name"?}`.
+//! `{"role","content","reasoning_content"?,"thinking_blocks"?,"tool_calls"?,"tool_call_id"?,
+//! "name"?,"is_error"?}` (`thinking_blocks` and `is_error` only where they say something: the
+//! wire styles for chat completions drop both, `body.rs`).
 use serde_json::{Map, Value};
 
 use crate::event::Event;
@@ -156,6 +158,12 @@ pub fn project<'a>(ev: &Event, tool_call: impl Fn(u64) -> Option<&'a Event>) -> 
                     m.insert("reasoning_content".into(), r.into());
                 }
             }
+            // signed reasoning (Anthropic), kept to be sent back verbatim by the provider that made it
+            if let Some(Value::Array(blocks)) = msg.get("thinking_blocks") {
+                if !blocks.is_empty() {
+                    m.insert("thinking_blocks".into(), Value::Array(blocks.clone()));
+                }
+            }
             if !calls.is_empty() {
                 m.insert("tool_calls".into(), Value::Array(calls));
             }
@@ -190,6 +198,13 @@ pub fn project<'a>(ev: &Event, tool_call: impl Fn(u64) -> Option<&'a Event>) -> 
             }
             if let Some(name) = name {
                 m.insert("name".into(), name.into());
+            }
+            // a failed call says so (Anthropic's `tool_result.is_error`); absent when it did not fail
+            let failed = ["isError", "is_error"]
+                .iter()
+                .any(|k| msg.get(*k).and_then(Value::as_bool) == Some(true));
+            if failed {
+                m.insert("is_error".into(), Value::Bool(true));
             }
             // text-only content as a string (as always); with an image or another non-text
             // block, the list of blocks as recorded

@@ -268,6 +268,49 @@ fn check_calls(obj: &Map<String, Value>, p: &mut Place) -> Result<bool> {
     })
 }
 
+/// An assistant message's `thinking_blocks` (the provider's signed reasoning, sent back verbatim:
+/// Anthropic's extended thinking): absent, `null`, or a list of
+/// `{type:"thinking", thinking, signature}` and `{type:"redacted_thinking", data}`.
+fn check_thinking_blocks(obj: &Map<String, Value>, p: &mut Place) -> Result<()> {
+    p.at("thinking_blocks", |p| match obj.get("thinking_blocks") {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::Array(blocks)) => {
+            for (i, b) in blocks.iter().enumerate() {
+                p.index(i, |p| {
+                    let Some(block) = b.as_object() else {
+                        return Err(p.fail(format!(
+                            "must be a thinking block (an object with a string \"type\"), got {}",
+                            describe(b)
+                        )));
+                    };
+                    match required_str(block, "type", p)? {
+                        "thinking" => {
+                            required_str(block, "thinking", p)?;
+                            required_str(block, "signature", p)?;
+                        }
+                        "redacted_thinking" => {
+                            required_str(block, "data", p)?;
+                        }
+                        other => {
+                            return p.at("type", |p| {
+                                Err(p.fail(format!(
+                                    "must be \"thinking\" or \"redacted_thinking\", got {other:?}"
+                                )))
+                            })
+                        }
+                    }
+                    Ok(())
+                })?;
+            }
+            Ok(())
+        }
+        Some(other) => Err(p.fail(format!(
+            "must be a list of thinking blocks, got {}",
+            describe(other)
+        ))),
+    })
+}
+
 fn check_role(obj: &Map<String, Value>, want: &str, p: &mut Place) -> Result<()> {
     match get(obj, "role") {
         None => Ok(()),
@@ -289,6 +332,7 @@ fn check_fields(role: &str, obj: &Map<String, Value>, p: &mut Place) -> Result<(
             let calls = check_calls(obj, p)?;
             check_content(obj, calls, p)?;
             optional_str(obj, "reasoning_content", p)?;
+            check_thinking_blocks(obj, p)?;
             optional_str(obj, "name", p)?;
         }
         "tool" => {

@@ -61,6 +61,51 @@ fn styles_strip_or_keep_the_reasoning() {
     assert!(s(&bare, WireStyle::WithCalls).contains(r#""reasoning_content":"","role""#));
 }
 
+#[test]
+fn chat_styles_leave_out_the_messages_api_keys() {
+    let thinking = json!({"role": "assistant", "content": "a", "reasoning_content": "t",
+        "thinking_blocks": [{"type": "thinking", "thinking": "t", "signature": "sig"}],
+        "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]});
+    let failed = json!({"role": "tool", "tool_call_id": "c", "name": "f", "content": "boom", "is_error": true});
+    let s = |m: &Value, st| String::from_utf8(body::message_json(m, st)).unwrap();
+    assert!(s(&thinking, WireStyle::Keep).contains(r#""signature":"sig""#));
+    assert!(s(&failed, WireStyle::Keep).contains(r#""is_error":true"#));
+    for style in [WireStyle::Strip, WireStyle::WithCalls] {
+        assert!(
+            !s(&thinking, style).contains("thinking_blocks"),
+            "{style:?}"
+        );
+        assert!(!s(&failed, style).contains("is_error"), "{style:?}");
+    }
+    // DeepSeek's reasoning stays on the call turn
+    assert!(s(&thinking, WireStyle::WithCalls).contains(r#""reasoning_content":"t""#));
+}
+
+#[test]
+fn thinking_blocks_and_failed_results_are_derived() {
+    let mut log = EventLog::new(None);
+    let block = json!({"type": "redacted_thinking", "data": "opaque"});
+    log.add_message(&json!({"role": "user", "content": "q"}), 0)
+        .unwrap();
+    log.add_message(&json!({"role": "assistant", "content": "", "thinking_blocks": [block],
+        "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}), 0)
+        .unwrap();
+    log.add_message(
+        &json!({"role": "tool", "tool_call_id": "c", "content": "boom", "is_error": true}),
+        0,
+    )
+    .unwrap();
+    let derived = log.messages();
+    assert_eq!(derived[1]["thinking_blocks"], json!([block]));
+    assert_eq!(derived[2]["is_error"], json!(true));
+    let bad = json!({"role": "assistant", "content": "a", "thinking_blocks": [{"type": "thinking", "thinking": "t"}]});
+    let err = log.add_message(&bad, 0).unwrap_err().to_string();
+    assert!(
+        err.contains("thinking_blocks[0].signature is missing"),
+        "{err}"
+    );
+}
+
 fn seg_body(parts: &[&str]) -> WireBody {
     let segs: Vec<body::Segment> = parts.iter().map(|p| p.as_bytes().into()).collect();
     let len = body::joined_len(&segs);
