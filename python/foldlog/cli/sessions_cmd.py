@@ -5,12 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from foldlog.cli.common import config_from_args, console, human_size
+from foldlog.cli.cost_view import spend_text
 from foldlog.cli.exits import EXIT_OK
 from foldlog.cli.store import list_sessions
 from foldlog.stores.base import SessionInfo
+
+if TYPE_CHECKING:
+    from foldlog.cost.ledger import Spend
 
 
 def add_parser(verbs: Any) -> None:
@@ -20,8 +24,9 @@ def add_parser(verbs: Any) -> None:
     sessions.set_defaults(func=cmd_sessions)
 
 
-def row(info: SessionInfo) -> dict[str, Any]:
-    """One session of ``foldlog sessions --json``."""
+def row(info: SessionInfo, spend: Spend | None = None) -> dict[str, Any]:
+    """One session of ``foldlog sessions --json`` (``cost``: what its log recorded, sub-agents
+    included; ``None`` when it recorded none)."""
     return {
         "id": info.id,
         "path": info.path,
@@ -29,7 +34,21 @@ def row(info: SessionInfo) -> dict[str, Any]:
         "last_used": info.updated / 1000,
         "turns": info.turns,
         "preview": info.preview or "",
+        "cost": spend.to_dict() if spend is not None and spend.requests else None,
     }
+
+
+def spend_of(info: SessionInfo) -> Spend | None:
+    """The recorded spending of a listed session (read from its log: only the rows shown are
+    read; replies without a recorded cost count as unpriced here)."""
+    if not info.path:
+        return None
+    from foldlog.cost.ledger import session_ledger
+
+    try:
+        return session_ledger(info.path, price_missing=False).session
+    except Exception:  # a damaged log is listed anyway (`log inspect` says what is wrong)
+        return None
 
 
 def _ago(updated_ms: int, now: float) -> str:
@@ -45,10 +64,10 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     infos = list_sessions(cfg.sessions_dir)
     if args.limit:
         infos = infos[: args.limit]
+    spends = [spend_of(i) for i in infos]
     if args.json:
-        print(
-            json.dumps({"sessions_dir": str(cfg.sessions_dir), "sessions": [row(i) for i in infos]}, indent=2)
-        )
+        rows = [row(i, s) for i, s in zip(infos, spends, strict=True)]
+        print(json.dumps({"sessions_dir": str(cfg.sessions_dir), "sessions": rows}, indent=2))
         return EXIT_OK
     out = console()
     if not infos:
@@ -59,16 +78,18 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     table = Table(title=str(cfg.sessions_dir), title_justify="left", box=None, pad_edge=False)
     # rich drops whole columns when no_wrap cells cannot fit, so the preview is cut to the room left
     id_width = min(max(len(i.id) for i in infos), 40)
-    room = max(out.width - id_width - 9 - 5 - 10 - 8, 8)
+    room = max(out.width - id_width - 9 - 5 - 10 - 8 - 16, 8)
     table.add_column("id", no_wrap=True, overflow="ellipsis", max_width=id_width)
     table.add_column("last used", no_wrap=True)
     table.add_column("turns", justify="right", no_wrap=True)
     table.add_column("size", justify="right", no_wrap=True)
+    table.add_column("cost", justify="right", no_wrap=True)
     table.add_column("preview", no_wrap=True)
     now = time.time()
-    for info in infos:
+    for info, spend in zip(infos, spends, strict=True):
         preview = info.preview or ""
         preview = preview if len(preview) <= room else preview[: room - 1] + "…"
-        table.add_row(info.id, _ago(info.updated, now), str(info.turns), human_size(info.size), preview)
+        cost = spend_text(spend) if spend is not None else "-"
+        table.add_row(info.id, _ago(info.updated, now), str(info.turns), human_size(info.size), cost, preview)
     out.print(table)
     return EXIT_OK

@@ -32,8 +32,7 @@ _LAZY: dict[str, str] = {
     "LocalLlama": "foldlog.providers.local",
     "LlamaServer": "foldlog.providers.local",
     "RetryPolicy": "foldlog.providers.retry",
-    "Price": "foldlog.providers.pricing",
-    "UsageMeter": "foldlog.providers.pricing",
+    "Price": "foldlog.cost.prices",
     "Scripted": "foldlog.providers.scripted",
 }
 
@@ -42,7 +41,7 @@ if TYPE_CHECKING:
     from foldlog.providers.local import LlamaServer, LocalLlama
     from foldlog.providers.openai import OpenAI
     from foldlog.providers.openai_compat import OpenAICompatible
-    from foldlog.providers.pricing import Price, UsageMeter
+    from foldlog.cost.prices import Price
     from foldlog.providers.retry import RetryPolicy
     from foldlog.providers.scripted import Scripted
 
@@ -72,6 +71,5 @@ __all__ = [
     "ToolCallStart",
     "Usage",
     "UsageChunk",
-    "UsageMeter",
     "collect",
 ]
