@@ -49,7 +49,8 @@ async def drive(agent: Any, prompt: str | None) -> tuple[str, int, str | None]:
 def currency_of(agent: Any) -> str | None:
     """The currency of the agent's session costs (`foldlog.cost`), when it has priced any."""
     meter = getattr(agent, "meter", None)
-    return meter.spend.currency if meter is not None else None
+    currency = getattr(meter, "currency", None)
+    return currency if isinstance(currency, str) else None
 
 
 def force_first_tool(agent: Any, name: str | None) -> None:

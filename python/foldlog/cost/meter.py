@@ -45,6 +45,8 @@ class AgentMeter:
         self.cost_limit = cost_limit
         self.token_budget = token_budget
         self._checked: str | None = None
+        #: the currency of the prices used so far (None before the first priced reply)
+        self.currency: str | None = None
         if cost_limit is not None:
             self._require(model)
         self.ledger = Ledger(prices=self.prices, provider=self.provider)
@@ -71,7 +73,10 @@ class AgentMeter:
     def price(self, usage: Usage) -> Cost | None:
         """The cost of a reply to the request just made (with the model its header named)."""
         model = self.sync().model
-        return price_request(usage, model, provider=self.provider, prices=self.prices)
+        cost = price_request(usage, model, provider=self.provider, prices=self.prices)
+        if cost is not None:
+            self.currency = cost.currency
+        return cost
 
     def over(self, model: str | None) -> dict[str, Any] | None:
         """``None`` while a request of ``model`` may start; else the detail of the ``budget``
