@@ -62,7 +62,12 @@ class BudgetExceeded(FoldlogError):
     and ``budget`` the spending and the limit."""
 
     def __init__(
-        self, message: str, *, limit: str | None = None, used: float | None = None, budget: float | None = None
+        self,
+        message: str,
+        *,
+        limit: str | None = None,
+        used: float | None = None,
+        budget: float | None = None,
     ) -> None:
         super().__init__(message)
         self.limit = limit

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -334,12 +334,11 @@ def test_every_request_carries_the_session_messages(session: Session) -> None:
 
 
 def test_usage_event_has_cache_rate_and_cost(session: Session) -> None:
+    from foldlog.cost.prices import Price
     from foldlog.events import Reasoning
 
-    from foldlog.cost.prices import Price
-
     class Priced(Scripted):  # a provider's own prices (foldlog.cost prices the reply with them)
-        prices = {"scripted": Price(input=2.0, output=4.0, cache_read=1.0)}
+        prices: ClassVar[dict[str, Price]] = {"scripted": Price(input=2.0, output=4.0, cache_read=1.0)}
 
     events: list[Any] = []
     usage = {"prompt_tokens": 200, "completion_tokens": 5, "cache_hit_tokens": 150}

@@ -12,7 +12,12 @@ import pytest
 
 from tests.cli.cli_testlib import FakeOpenAI, run_cli
 
-USAGE = {"prompt_tokens": 1200, "completion_tokens": 30, "prompt_cache_hit_tokens": 900, "prompt_cache_miss_tokens": 300}
+USAGE = {
+    "prompt_tokens": 1200,
+    "completion_tokens": 30,
+    "prompt_cache_hit_tokens": 900,
+    "prompt_cache_miss_tokens": 300,
+}
 # by hand: 300 * 0.15 + 900 * 0.075 + 30 * 0.60 per 1M tokens
 PER_REQUEST = (300 * 0.15 + 900 * 0.075 + 30 * 0.60) / 1e6
 
@@ -61,5 +66,8 @@ def test_chat_cost_command(tmp_path: Path, server: FakeOpenAI) -> None:
     ws.mkdir()
     proc = run_cli("chat", *_args(server, ws), home=tmp_path, input="what is here?\n/cost\n/quit\n")
     assert proc.returncode == 0, proc.stderr
-    assert f"session  {2 * PER_REQUEST:.6f} USD  (2 request(s), 2400 in / 60 out tokens, 1800 cached)" in proc.stdout
+    assert (
+        f"session  {2 * PER_REQUEST:.6f} USD  (2 request(s), 2400 in / 60 out tokens, 1800 cached)"
+        in proc.stdout
+    )
     assert "turn 1:" in proc.stdout

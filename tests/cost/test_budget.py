@@ -117,7 +117,9 @@ def test_cost_is_recorded_and_a_reload_gives_the_same_totals(tmp_path: Path) -> 
     again = session_ledger(path, price_missing=False)
     assert again.session.to_dict() == live.to_dict()
     assert again.session.requests == 3 and again.session.cost == pytest.approx(3 * PER_REQUEST_COST)
-    assert again.session.input == pytest.approx(3 * 100e-6) and again.session.output == pytest.approx(3 * 20e-6)
+    assert again.session.input == pytest.approx(3 * 100e-6) and again.session.output == pytest.approx(
+        3 * 20e-6
+    )
     costs = [e["data"]["cost"] for e in of_type(Session.load(path), "assistant/message")]
     assert costs[0] == {
         "total": PER_REQUEST_COST, "input": 100e-6, "cacheRead": 0.0, "cacheWrite": 0.0, "output": 20e-6,

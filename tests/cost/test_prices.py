@@ -48,7 +48,12 @@ def _per_m(tokens: int, rate: float) -> float:
 
 def test_deepseek_chat_cache_hits_langchaingo_peak_and_off_peak() -> None:
     u = parse_usage(_json_usage("langchaingo-httprr", "TestFunctionCall-synchronous-deepseek.response.json"))
-    assert (u.prompt_tokens, u.cache_hit_tokens, u.cache_miss_tokens, u.completion_tokens) == (347, 320, 27, 82)
+    assert (u.prompt_tokens, u.cache_hit_tokens, u.cache_miss_tokens, u.completion_tokens) == (
+        347,
+        320,
+        27,
+        82,
+    )
     peak = price_request(u, "deepseek-chat", provider="deepseek", time_ms=PEAK)
     assert peak is not None
     # standard: input 0.27, cache hit 0.07, output 1.10 USD per 1M
@@ -96,14 +101,18 @@ def test_deepseek_v4_flash_recorded_usage() -> None:
     )  # fmt: skip
     assert (u.prompt_tokens, u.cache_miss_tokens, u.completion_tokens, u.reasoning_tokens) == (88, 88, 4, 4)
     # before 2026-08-17 deepseek-v4-flash had one flat price: 0.14 in, 0.0028 cached, 0.28 out
-    cost = price_request(u, "deepseek-v4-flash", provider="deepseek", time_ms=_ms("2026-05-01T12:00:00+00:00"))
+    cost = price_request(
+        u, "deepseek-v4-flash", provider="deepseek", time_ms=_ms("2026-05-01T12:00:00+00:00")
+    )
     assert cost is not None
     assert cost.total == pytest.approx(_per_m(88, 0.14) + _per_m(4, 0.28))
     assert cost.reasoning == pytest.approx(_per_m(4, 0.28)) and cost.output == 0
 
 
 def test_openai_o3_mini_and_gpt_4_1_nano() -> None:
-    o3 = parse_usage(_json_usage("pydantic-ai-cassettes", "extracted", "test_openai_model_thinking_part__01.response.json"))
+    o3 = parse_usage(
+        _json_usage("pydantic-ai-cassettes", "extracted", "test_openai_model_thinking_part__01.response.json")
+    )
     assert (o3.prompt_tokens, o3.completion_tokens, o3.reasoning_tokens) == (577, 2320, 1792)
     cost = price_request(o3, "o3-mini-2025-01-31", provider="openai", time_ms=PEAK)
     assert cost is not None  # o3-mini: 1.10 in, 4.40 out
@@ -112,7 +121,14 @@ def test_openai_o3_mini_and_gpt_4_1_nano() -> None:
     assert cost.reasoning == pytest.approx(_per_m(1792, 4.40))
     nano = parse_usage(
         _json_usage(
-            "vercel-ai-sdk-fixtures", "HEAD", "packages", "openai", "src", "chat", "__fixtures__", "openai-text.json"
+            "vercel-ai-sdk-fixtures",
+            "HEAD",
+            "packages",
+            "openai",
+            "src",
+            "chat",
+            "__fixtures__",
+            "openai-text.json",
         )
     )
     cost = price_request(nano, "gpt-4.1-nano-2025-04-14", provider="openai", time_ms=PEAK)
@@ -166,4 +182,3 @@ def test_require_price_names_the_model() -> None:
     with pytest.raises(ConfigError, match="no-such-model-xyz"):
         require_price("no-such-model-xyz")
     require_price("gpt-4o", provider="openai")
-

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from foldlog import _core
+from foldlog.cost.prices import Price, price_request
 from foldlog.errors import AuthError
 from foldlog.providers import DeepSeek, OpenAI, Request, Usage, collect
-from foldlog.cost.prices import Price, price_request
 from tests.providers.prov_loopback import Loopback, corpus, sse, sse_lines, status
 
 PYDANTIC = corpus("pydantic-ai-cassettes", "extracted")
@@ -115,13 +115,18 @@ def test_streamed_reply_is_priced_and_accounted() -> None:
             ds = DeepSeek("sk-x", base_url=srv.base_url)
             got = await collect(ds.stream(Request(messages=[{"role": "user", "content": "x"}])))
             await ds.aclose()
-            return ds, got
+            return got
 
-    ds, got = asyncio.run(go())
+    got = asyncio.run(go())
     assert got.text == "ok" and got.reasoning == "hm"
     u = got.usage
     assert u is not None and u.cache_hit_rate == pytest.approx(0.768)
-    assert (u.prompt_tokens, u.cache_hit_tokens, u.cache_miss_tokens, u.reasoning_tokens) == (1000, 768, 232, 50)
+    assert (u.prompt_tokens, u.cache_hit_tokens, u.cache_miss_tokens, u.reasoning_tokens) == (
+        1000,
+        768,
+        232,
+        50,
+    )
 
 
 def test_own_prices_and_context_windows() -> None:
@@ -132,7 +137,6 @@ def test_own_prices_and_context_windows() -> None:
     cost = price_request(Usage(0, 1_000_000, 0, 0), "deepseek-v4-flash", prices=custom.prices)
     assert cost is not None and cost.total == pytest.approx(1.0)
     assert DeepSeek("sk-x", model="deepseek-chat").context_window == 131_072
-
 
 
 def test_keys_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

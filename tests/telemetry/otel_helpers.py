@@ -75,5 +75,7 @@ def attribute_map(span: Any) -> dict[str, Any]:
     for kv in span.attributes:
         v = kv.value
         kind = v.WhichOneof("value")
-        out[kv.key] = list(x.string_value for x in v.array_value.values) if kind == "array_value" else getattr(v, kind)
+        out[kv.key] = (
+            list(x.string_value for x in v.array_value.values) if kind == "array_value" else getattr(v, kind)
+        )
     return out

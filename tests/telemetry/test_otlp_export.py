@@ -55,10 +55,9 @@ def test_the_official_exporter_sends_the_spans_over_otlp_http(tmp_path: Path) ->
     assert {kv.key: kv.value.string_value for kv in resource.attributes}["service.name"] == "foldlog-test"
     spans = decoded_spans(received)
     names = sorted(s.name for s in spans)
-    assert names == sorted(
-        ["invoke_agent", "chat scripted", "execute_tool task", "chat scripted"]
-        + ["invoke_agent", "chat scripted", "execute_tool lookup", "chat scripted"]
-    )
+    parent = ["invoke_agent", "chat scripted", "execute_tool task", "chat scripted"]
+    child = ["invoke_agent", "chat scripted", "execute_tool lookup", "chat scripted"]
+    assert names == sorted([*parent, *child])
     by_id = {s.span_id: s for s in spans}
     lookup_span = next(s for s in spans if s.name == "execute_tool lookup")
     attrs = attribute_map(lookup_span)

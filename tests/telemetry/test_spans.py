@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
@@ -25,7 +25,7 @@ from tests.telemetry.otel_helpers import memory_provider, spans
 
 
 class PricedScripted(Scripted):
-    prices = {"scripted": Price(input=1.0, output=2.0)}
+    prices: ClassVar[dict[str, Price]] = {"scripted": Price(input=1.0, output=2.0)}
 
 
 @tool(read_only=True)
@@ -175,8 +175,11 @@ def test_live_and_replayed_trees_are_equal_with_compaction_and_chunks(tmp_path: 
     def run(session: Session) -> Agent:
         replies = [reply("", call("lookup", {"key": str(i)}, f"c{i}")) for i in range(3)] + [reply("done")]
         p = Scripted(replies + [reply("summary of the work")] * 3)
-        small = {"tail_tokens": 1, "min_recent_keep": 1, "min_fold_tokens": 1}  # something to fold
-        return Agent(p, [lookup], session, Options(record_chunks=True, max_steps=10, **small))
+        # small enough to leave something to fold
+        options = Options(
+            record_chunks=True, max_steps=10, tail_tokens=1, min_recent_keep=1, min_fold_tokens=1
+        )
+        return Agent(p, [lookup], session, options)
 
     (live, replayed), _ = _live_and_replayed(tmp_path, run, compact=True)
     assert live == replayed
@@ -190,7 +193,10 @@ def test_live_and_replayed_trees_are_equal_with_compaction_and_chunks(tmp_path: 
     [
         ("claude-code", ("claude-code-spotter", "tool_heavy.jsonl")),
         ("claude-code", ("claude-code-spotter", "258c7280-ae70-4798-800f-63464d01a85d.jsonl")),
-        ("codex", ("codex-localpush", "rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl")),
+        (
+            "codex",
+            ("codex-localpush", "rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl"),
+        ),
         ("openhands", ("openhands", "tests", "runtime", "trajs", "basic_interactions.json")),
     ],
 )

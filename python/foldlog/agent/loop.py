@@ -322,7 +322,10 @@ class Agent:
             if end.kind == "budget":
                 d = end.detail
                 raise BudgetExceeded(
-                    f"turn {turn}: {end.error}", limit=d.get("limit"), used=d.get("used"), budget=d.get("budget")
+                    f"turn {turn}: {end.error}",
+                    limit=d.get("limit"),
+                    used=d.get("used"),
+                    budget=d.get("budget"),
                 ) from None
             if end.kind == "max-steps":
                 raise MaxStepsExceeded(

@@ -44,9 +44,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
         provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=args.otlp)))
     try:
-        children = export_session(
-            path, provider, provider_name=args.provider, capture_content=args.content
-        )
+        children = export_session(path, provider, provider_name=args.provider, capture_content=args.content)
         provider.force_flush()
     finally:
         provider.shutdown()

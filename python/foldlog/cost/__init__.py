@@ -26,4 +26,14 @@ if TYPE_CHECKING:
     from foldlog.cost.prices import FALLBACK_PRICES, Cost, Price, price_request
 
 __getattr__, __dir__ = lazy_attributes(globals(), _LAZY)
-__all__ = sorted(_LAZY)
+__all__ = [
+    "FALLBACK_PRICES",
+    "AgentMeter",
+    "Cost",
+    "Ledger",
+    "Price",
+    "RequestCost",
+    "Spend",
+    "price_request",
+    "session_ledger",
+]

@@ -216,9 +216,7 @@ class Ledger:
             message = data.get("message")
             call_id = message.get("toolCallId") if isinstance(message, Mapping) else None
             child = sub.get("session")
-            self.subagents.append(
-                (str(call_id or ""), child if isinstance(child, str) else None, spend)
-            )
+            self.subagents.append((str(call_id or ""), child if isinstance(child, str) else None, spend))
             self.session.add(spend)
             t = self._turn(data.get("turn"))
             if t is not None:

@@ -50,8 +50,10 @@ class Price:
             self.output if self.reasoning is None else self.reasoning,
         )
         counts = token_kinds(usage)
-        parts = [float(Decimal(n) * Decimal(repr(r)) / PER) for n, r in zip(counts, rates, strict=True)]
-        return Cost(*parts, currency=self.currency, source=TABLE_SOURCE)
+        fresh, reads, writes, output, reasoning = (
+            float(Decimal(n) * Decimal(repr(r)) / PER) for n, r in zip(counts, rates, strict=True)
+        )
+        return Cost(fresh, reads, writes, output, reasoning, currency=self.currency, source=TABLE_SOURCE)
 
 
 #: models `genai-prices` does not list: the local llama.cpp model (`foldlog.providers.local`)
@@ -195,7 +197,10 @@ def price_request(
             calc(input_tokens=1)  # an empty usage still needs a known model
     except LookupError:
         return None
-    return Cost(*(float(p) for p in parts), currency="USD", source=genai_prices_source())
+    fresh_c, reads_c, writes_c, output_c, reasoning_c = (float(p) for p in parts)
+    return Cost(
+        fresh_c, reads_c, writes_c, output_c, reasoning_c, currency="USD", source=genai_prices_source()
+    )
 
 
 def has_price(

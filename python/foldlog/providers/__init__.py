@@ -37,11 +37,11 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
+    from foldlog.cost.prices import Price
     from foldlog.providers.deepseek import DeepSeek
     from foldlog.providers.local import LlamaServer, LocalLlama
     from foldlog.providers.openai import OpenAI
     from foldlog.providers.openai_compat import OpenAICompatible
-    from foldlog.cost.prices import Price
     from foldlog.providers.retry import RetryPolicy
     from foldlog.providers.scripted import Scripted
 

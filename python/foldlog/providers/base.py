@@ -86,9 +86,11 @@ class Usage:
 
         prompt = num("promptTokens", "prompt_tokens")
         hit = num("cacheHitTokens", "cache_hit_tokens")
-        miss = num("cacheMissTokens", "cache_miss_tokens") if (
-            "cacheMissTokens" in data or "cache_miss_tokens" in data
-        ) else max(prompt - hit, 0)
+        miss = (
+            num("cacheMissTokens", "cache_miss_tokens")
+            if ("cacheMissTokens" in data or "cache_miss_tokens" in data)
+            else max(prompt - hit, 0)
+        )
         return cls(
             prompt_tokens=prompt,
             completion_tokens=num("completionTokens", "completion_tokens"),

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from foldlog.errors import AuthError, ConfigError
 from foldlog.providers.base import Request

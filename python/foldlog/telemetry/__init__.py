@@ -24,4 +24,11 @@ if TYPE_CHECKING:
     from foldlog.telemetry.tree import span_tree
 
 __getattr__, __dir__ = lazy_attributes(globals(), _LAZY)
-__all__ = sorted(_LAZY)
+__all__ = [
+    "Instrumentation",
+    "SpanBuilder",
+    "export_session",
+    "instrument",
+    "span_tree",
+    "trace_session",
+]

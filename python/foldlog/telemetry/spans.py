@@ -336,7 +336,10 @@ class SpanBuilder:
         folded = data.get("folded")
         if isinstance(folded, list):
             o.attrs[COMPACTION_FOLDED] = len(folded)
-        for key, name in (("tokensBefore", COMPACTION_TOKENS_BEFORE), ("tokensAfter", COMPACTION_TOKENS_AFTER)):
+        for key, name in (
+            ("tokensBefore", COMPACTION_TOKENS_BEFORE),
+            ("tokensAfter", COMPACTION_TOKENS_AFTER),
+        ):
             if isinstance(data.get(key), int):
                 o.attrs[name] = data[key]
         if isinstance(data.get("model"), str):
