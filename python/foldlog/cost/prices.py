@@ -141,12 +141,6 @@ def genai_prices_source() -> str:
     return f"genai-prices {gp.__version__}" if gp is not None else ""
 
 
-def _when(time_ms: int | None) -> _dt.datetime:
-    if time_ms is None:
-        return _dt.datetime.now(_dt.UTC)
-    return _dt.datetime.fromtimestamp(time_ms / 1000, _dt.UTC)
-
-
 def price_request(
     usage: Usage,
     model: str | None,
@@ -167,13 +161,15 @@ def price_request(
     gp = _genai_prices()
     if gp is None:
         return None
+    time_ms = time_ms if time_ms is not None else int(_dt.datetime.now(_dt.UTC).timestamp() * 1000)
+    model_price = _model_price(provider, model, time_ms // 60_000)
+    if model_price is None:
+        return None
     fresh, reads, writes, output, reasoning = token_kinds(usage)
-    when = _when(time_ms)
 
-    def calc(**counts: int) -> Decimal:
-        total = sum(counts.values())
-        if not total:
-            return Decimal(0)
+    def calc(**counts: int) -> float:
+        if not any(counts.values()):
+            return 0.0
         # genai-prices counts cache reads/writes inside input_tokens, reasoning inside output_tokens
         inp = counts.get("input_tokens", 0) + counts.get("cache_read_tokens", 0)
         inp += counts.get("cache_write_tokens", 0)
@@ -182,25 +178,39 @@ def price_request(
         usage_obj = gp.Usage(
             **({"input_tokens": inp} if inp else {}), **({"output_tokens": out} if out else {}), **keys
         )
-        result = gp.calc_price(usage_obj, model, provider_id=provider, genai_request_timestamp=when)
-        return Decimal(result.total_price)
+        return float(model_price.calc_price(usage_obj)["total_price"])
 
-    try:
-        parts = (
-            calc(input_tokens=fresh),
-            calc(cache_read_tokens=reads),
-            calc(cache_write_tokens=writes),
-            calc(output_tokens=output),
-            calc(output_reasoning_tokens=reasoning),
-        )
-        if not any((fresh, reads, writes, output, reasoning)):
-            calc(input_tokens=1)  # an empty usage still needs a known model
-    except LookupError:
-        return None
-    fresh_c, reads_c, writes_c, output_c, reasoning_c = (float(p) for p in parts)
     return Cost(
-        fresh_c, reads_c, writes_c, output_c, reasoning_c, currency="USD", source=genai_prices_source()
+        calc(input_tokens=fresh),
+        calc(cache_read_tokens=reads),
+        calc(cache_write_tokens=writes),
+        calc(output_tokens=output),
+        calc(output_reasoning_tokens=reasoning),
+        currency="USD",
+        source=genai_prices_source(),
     )
+
+
+#: ``(provider, model)`` pairs genai-prices does not list (a miss is not looked up again)
+_UNLISTED: set[tuple[str | None, str]] = set()
+
+
+@functools.lru_cache(maxsize=1024)
+def _model_price(provider: str | None, model: str, minute: int) -> Any:
+    """genai-prices' price of ``model`` at that minute (prices change by date and, for some
+    providers, by the time of day — never within a minute); ``None`` when it lacks the model."""
+    if (provider, model) in _UNLISTED:
+        return None
+    gp = _genai_prices()
+    when = _dt.datetime.fromtimestamp(minute * 60, _dt.UTC)
+    try:
+        found = gp.calc_price(
+            gp.Usage(input_tokens=1), model, provider_id=provider, genai_request_timestamp=when
+        )
+    except LookupError:
+        _UNLISTED.add((provider, model))
+        return None
+    return found.model_price
 
 
 def has_price(
