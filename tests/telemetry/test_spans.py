@@ -38,6 +38,7 @@ def test_attribute_names_are_the_conventions_own() -> None:
     assert names.OPERATION == gen_ai.GEN_AI_OPERATION_NAME
     assert names.PROVIDER == gen_ai.GEN_AI_PROVIDER_NAME
     assert names.REQUEST_MODEL == gen_ai.GEN_AI_REQUEST_MODEL
+    assert names.RESPONSE_MODEL == gen_ai.GEN_AI_RESPONSE_MODEL
     assert names.REQUEST_MAX_TOKENS == gen_ai.GEN_AI_REQUEST_MAX_TOKENS
     assert names.REQUEST_TEMPERATURE == gen_ai.GEN_AI_REQUEST_TEMPERATURE
     assert names.RESPONSE_FINISH == gen_ai.GEN_AI_RESPONSE_FINISH_REASONS

@@ -4,8 +4,9 @@ spending of its sub-agents rolled up into the turn (and the session) that ran th
 A request is an ``assistant/message`` appended to the surface (a repaired copy that replaces an
 earlier reply is not one); its cost is what it recorded (``data.cost``, written when the
 reply came in); a reply logged without one (an imported transcript, a model without a price at
-the time) is priced from its usage with the model of the last ``request/header`` (at the event's
-time), else it counts as *unpriced*. A sub-agent's spending is the ``subagent`` entry of its
+the time) is priced from its usage with the model it names (``data.model``, as imported transcripts
+record it) or else the model of the last ``request/header``, at the event's time; else it counts
+as *unpriced*. A sub-agent's spending is the ``subagent`` entry of its
 ``task`` result's ``meta``. The same events therefore give the same totals live and on reload.
 """
 
@@ -181,12 +182,15 @@ class Ledger:
             if not isinstance(raw, Mapping):
                 return
             usage = Usage.from_dict(raw)
+            # the model that answered, when the log names it (imported transcripts do)
+            answered = data.get("model")
+            model = answered if isinstance(answered, str) and answered else self.model
             cost = Cost.from_log(data["cost"]) if "cost" in data else None
             if cost is None and self.price_missing:
                 time = event.get("time")
                 cost = price_request(
                     usage,
-                    self.model,
+                    model,
                     provider=self.provider,
                     time_ms=time if isinstance(time, int) else None,
                     prices=self.prices,
@@ -198,7 +202,7 @@ class Ledger:
                     seq if isinstance(seq, int) else -1,
                     turn if isinstance(turn, int) else None,
                     step if isinstance(step, int) else None,
-                    self.model,
+                    model,
                     usage,
                     cost,
                 )

@@ -38,6 +38,7 @@ SYSTEM_PROVIDER = "foldlog"
 OPERATION = "gen_ai.operation.name"
 PROVIDER = "gen_ai.provider.name"
 REQUEST_MODEL = "gen_ai.request.model"
+RESPONSE_MODEL = "gen_ai.response.model"
 REQUEST_MAX_TOKENS = "gen_ai.request.max_tokens"
 REQUEST_TEMPERATURE = "gen_ai.request.temperature"
 RESPONSE_FINISH = "gen_ai.response.finish_reasons"
@@ -244,6 +245,10 @@ class SpanBuilder:
         attrs: dict[str, Any] = {OPERATION: "chat", **self._common()}
         if model:
             attrs[REQUEST_MODEL] = model
+        answered = data.get("model")  # the model that answered, when the log names it
+        if isinstance(answered, str) and answered:
+            attrs[RESPONSE_MODEL] = answered
+            model = model or answered
         if isinstance(self.params.get("max_tokens"), int):
             attrs[REQUEST_MAX_TOKENS] = self.params["max_tokens"]
         if isinstance(self.params.get("temperature"), (int, float)):
