@@ -39,14 +39,14 @@ def row(info: SessionInfo, spend: Spend | None = None) -> dict[str, Any]:
 
 
 def spend_of(info: SessionInfo) -> Spend | None:
-    """The recorded spending of a listed session (read from its log: only the rows shown are
-    read; replies without a recorded cost count as unpriced here)."""
+    """The spending of a listed session, as `log inspect` reports it (only the rows shown are
+    read)."""
     if not info.path:
         return None
     from foldlog.cost.ledger import session_ledger
 
     try:
-        return session_ledger(info.path, price_missing=False).session
+        return session_ledger(info.path).session
     except Exception:  # a damaged log is listed anyway (`log inspect` says what is wrong)
         return None
 
