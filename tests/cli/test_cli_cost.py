@@ -71,3 +71,12 @@ def test_chat_cost_command(tmp_path: Path, server: FakeOpenAI) -> None:
         in proc.stdout
     )
     assert "turn 1:" in proc.stdout
+
+
+def test_run_token_budget_flag(tmp_path: Path, server: FakeOpenAI) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    proc = run_cli("run", "what is here?", "--token-budget", "1000", *_args(server, ws), home=tmp_path)
+    assert proc.returncode == 1  # the first request (1230 tokens) passed the budget: no second one
+    assert "BudgetExceeded" in proc.stderr and "token_budget 1000" in proc.stderr
+    assert len(server.requests) == 1

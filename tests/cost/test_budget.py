@@ -207,3 +207,21 @@ def test_bad_limits_are_refused() -> None:
         Agent(PricedScripted([]), [], Session(), Options(cost_limit=-1.0))
     with pytest.raises(ConfigError, match="token_budget"):
         Agent(PricedScripted([]), [], Session(), Options(token_budget=-1))
+
+
+def test_a_long_resumed_log_is_read_by_type_first(tmp_path: Path) -> None:
+    """Past 256 new events the meter decodes only the events its ledger reads: same totals."""
+    path = tmp_path / "long.jsonl"
+    session = Session.open(path, system="s")
+    _run(Options(), session)
+    for i in range(300):
+        session.add({"role": "user", "content": f"note {i}"})
+    session.close()
+    again = Session.open(path)
+    agent = Agent(PricedScripted([reply("never")]), [lookup], again, Options(token_budget=330))
+    assert len(again.events) - agent.meter.ledger.seen > 256
+    with pytest.raises(BudgetExceeded):
+        agent.run_sync("more")
+    assert agent.meter.spend.to_dict() == Ledger.of_events(again.events).session.to_dict()
+    assert agent.meter.ledger.seen == len(again.events)
+    again.close()

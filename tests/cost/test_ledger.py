@@ -28,9 +28,8 @@ def test_an_imported_claude_code_session_is_priced_by_kind() -> None:
     assert {r.model for r in ledger.requests} == {"claude-opus-4-6"}
     u = s.usage
     # four replies: 17,750 uncached input of which 17,696 written to the cache, 88,231 read, 212 out
-    assert (s.requests, u.cache_miss_tokens, u.cache_write_tokens, u.cache_hit_tokens, u.completion_tokens) == (
-        4, 17_750, 17_696, 88_231, 212,
-    )  # fmt: skip
+    counts = (s.requests, u.cache_miss_tokens, u.cache_write_tokens, u.cache_hit_tokens, u.completion_tokens)
+    assert counts == (4, 17_750, 17_696, 88_231, 212)
     # claude-opus-4-6, USD per 1M: input 5, cache write 6.25, cache read 0.50, output 25
     assert s.input == pytest.approx(54 * 5 / 1e6)
     assert s.cache_write == pytest.approx(17_696 * 6.25 / 1e6)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from foldlog.cost.prices import Cost, Price, price_request
 from foldlog.providers.base import Usage
@@ -152,7 +152,10 @@ class Ledger:
     #: ``(call id, child session id, its spend)`` of each sub-agent run
     subagents: list[tuple[str, str | None, Spend]] = field(default_factory=list)
     model: str | None = None
+    #: events fed so far
     seen: int = 0
+    #: the event types `feed` reads (the others only count in `seen`)
+    READS: ClassVar[frozenset[str]] = frozenset({"request/header", "assistant/message", "tool/result"})
 
     @classmethod
     def of_events(cls, events: Iterable[Mapping[str, Any]], **kw: Any) -> Ledger:

@@ -21,6 +21,10 @@ if TYPE_CHECKING:
     from foldlog.providers.base import Usage
 
 
+#: past this many new events, `sync` reads their types first and decodes only what it needs
+_SKIP_AFTER = 256
+
+
 class AgentMeter:
     """``cost_limit`` (in the price table's currency, USD for `genai-prices`) and
     ``token_budget`` (prompt + completion tokens) bound the session; ``None``: unbounded. A cost
@@ -60,8 +64,15 @@ class AgentMeter:
         """Bring the ledger up to the session's last event."""
         events = self.session.events
         n = len(events)
-        if self.ledger.seen < n:
-            for ev in events[self.ledger.seen : n]:
+        start = self.ledger.seen
+        if n - start > _SKIP_AFTER:  # a resumed log: decode only the events the ledger reads
+            kinds = events.types()
+            for i in range(start, n):
+                if kinds[i] in Ledger.READS:
+                    self.ledger.feed(events[i])
+            self.ledger.seen = n
+        elif start < n:
+            for ev in events[start:n]:
                 self.ledger.feed(ev)
         return self.ledger
 
