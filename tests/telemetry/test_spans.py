@@ -236,3 +236,21 @@ def test_render_prints_the_tree(tmp_path: Path) -> None:
     assert lines[0].startswith("invoke_agent ")
     assert lines[1].startswith("  chat scripted ") and "input_tokens=100" in lines[1]
     assert any(line.startswith("    invoke_agent ") for line in lines)  # the sub-agent, nested
+
+
+def test_one_instrumentation_traces_every_run_of_a_released_session(tmp_path: Path) -> None:
+    """The agent releases its session between runs (`release_when_idle`): tracing goes on."""
+    live_provider, live = memory_provider()
+    session = Session.open(tmp_path / "two.jsonl", system="s")
+    agent = Agent(Scripted([reply("one"), reply("two")]), [], session)
+    tracing = instrument(agent, live_provider)
+    agent.run_sync("first")
+    assert session.released
+    agent.run_sync("second")
+    tracing.close()
+    session.close()
+    replay_provider, replayed = memory_provider()
+    export_session(tmp_path / "two.jsonl", replay_provider)
+    tree = span_tree(spans(live))
+    assert [dict(r.attributes)[names.TURN] for r in tree] == [1, 2]
+    assert tree == span_tree(spans(replayed))
