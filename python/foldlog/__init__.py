@@ -12,6 +12,7 @@ from foldlog._lazy import lazy_attributes
 from foldlog.errors import (
     APIError,
     AuthError,
+    BudgetExceeded,
     CompactionError,
     CorruptLogError,
     FoldlogError,
@@ -74,6 +75,7 @@ __all__ = [
     "APIError",
     "Agent",
     "AuthError",
+    "BudgetExceeded",
     "CompactionError",
     "CompactionResult",
     "Compactor",

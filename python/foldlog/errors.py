@@ -102,6 +102,25 @@ class MaxStepsExceeded(FoldlogError):
     """The turn used its step budget (and the grace step) without a final answer."""
 
 
+class BudgetExceeded(FoldlogError):
+    """The session reached `Options.cost_limit` or `Options.token_budget`: the turn ended with
+    reason ``budget`` before its next request. ``limit`` is ``"cost"`` or ``"tokens"``; ``used``
+    and ``budget`` the spending and the limit."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        limit: str | None = None,
+        used: float | None = None,
+        budget: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.used = used
+        self.budget = budget
+
+
 class RunCancelled(FoldlogError):
     """``Agent.cancel()`` (or task cancellation) stopped the running turn."""
 
@@ -219,6 +238,7 @@ __all__ = [
     "APIError",
     "AgentBusyError",
     "AuthError",
+    "BudgetExceeded",
     "CompactionError",
     "ConfigError",
     "ConfigTypeError",

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -334,11 +334,11 @@ def test_every_request_carries_the_session_messages(session: Session) -> None:
 
 
 def test_usage_event_has_cache_rate_and_cost(session: Session) -> None:
+    from foldlog.cost.prices import Price
     from foldlog.events import Reasoning
 
-    class Priced(Scripted):
-        def cost(self, usage: Any) -> float:
-            return float(usage.prompt_tokens * 0.5)
+    class Priced(Scripted):  # a provider's own prices (foldlog.cost prices the reply with them)
+        prices: ClassVar[dict[str, Price]] = {"scripted": Price(input=2.0, output=4.0, cache_read=1.0)}
 
     events: list[Any] = []
     usage = {"prompt_tokens": 200, "completion_tokens": 5, "cache_hit_tokens": 150}
@@ -346,5 +346,5 @@ def test_usage_event_has_cache_rate_and_cost(session: Session) -> None:
     Agent(p, [], session, sink=events.append).run_sync("x")
     [u] = [e for e in events if isinstance(e, Usage)]
     assert (u.prompt_tokens, u.cache_hit_tokens, u.cache_miss_tokens, u.hit_rate) == (200, 150, 50, 0.75)
-    assert u.cost == 100.0 and u.source == "executor"
+    assert u.cost == pytest.approx((50 * 2.0 + 150 * 1.0 + 5 * 4.0) / 1e6) and u.source == "executor"
     assert "".join(e.text for e in events if isinstance(e, Reasoning)) == "hmm"

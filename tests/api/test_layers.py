@@ -24,8 +24,10 @@ RANK = {
     "providers": 3,
     "tools": 3,
     "compaction": 3,
+    "cost": 3,  # prices and spending: reads usage (providers.base) and logs
     "agent": 4,
     "interchange": 5,
+    "telemetry": 5,  # spans from a session's events, live (an agent) or replayed
     "cli": 6,
     "__main__": 7,
     "": 7,  # foldlog/__init__.py: the public API, above everything

@@ -53,7 +53,7 @@ def comparable(messages: Sequence[Mapping[str, Any]], target: str) -> list[Any]:
     """Derived messages with what ``target`` documents it cannot carry taken out: Claude Code
     holds no system messages and keeps tool-call arguments as an object (their text formatting
     is lost, the JSON value is not); images are compared by the image, not the block form."""
-    out = []
+    out: list[Any] = []
     for m in thaw(list(messages)):
         if isinstance(m.get("content"), list):
             m["content"] = [_image(b) for b in m["content"]]
@@ -62,12 +62,7 @@ def comparable(messages: Sequence[Mapping[str, Any]], target: str) -> list[Any]:
                 continue
             for call in m.get("tool_calls") or []:
                 call["function"]["arguments"] = _arguments(call["function"]["arguments"])
-        if (
-            target == "codex"
-            and out
-            and _plain_reply(m)
-            and _plain_reply(out[-1])
-        ):
+        if target == "codex" and out and _plain_reply(m) and _plain_reply(out[-1]):
             # Codex marks where a reply ends only by its usage report: two replies in a row with no
             # usage between them read back as one (docs/interchange.md, Codex); derived messages do
             # not carry the usage, so every such pair is compared merged

@@ -20,8 +20,10 @@ from foldlog.agent.options import Options
 from foldlog.agent.recorder import Reply, StepRecorder
 from foldlog.agent.request import HookedProvider, Params, Requests, read_stream
 from foldlog.compaction.compactor import Compactor
+from foldlog.cost.meter import AgentMeter
 from foldlog.errors import (
     AgentBusyError,
+    BudgetExceeded,
     FoldlogError,
     HookError,
     HookRefused,
@@ -55,6 +57,7 @@ from foldlog.tools.runner import ToolRunner
 if TYPE_CHECKING:
     from foldlog.log.session import Session
     from foldlog.providers.base import Provider, ToolCall, Usage
+    from foldlog.tools.host import ToolOutcome
 
 _log = logging.getLogger("foldlog.agent")
 
@@ -113,6 +116,16 @@ class Agent:
         self._rec = StepRecorder(session, self._emit)
         self._requests = Requests(session, provider)
         self._runner = ToolRunner(self.registry, self, self.hooks, self.options.tool_limits)
+        #: prices replies, keeps the session's spending, checks the budgets (foldlog.cost)
+        self.meter = AgentMeter(
+            session,
+            provider,
+            cost_limit=self.options.cost_limit,
+            token_budget=self.options.token_budget,
+            model=self._model,
+        )
+        #: called with ``(child agent, call id)`` when a sub-agent starts (`foldlog.telemetry`)
+        self.child_watchers: list[Callable[[Agent, str], None]] = []
         #: keeps the session inside the window (after every tool batch, before an answer)
         self.compactor = self._make_compactor()
         self._turn = session.last_turn
@@ -237,7 +250,7 @@ class Agent:
         await self.compactor.compact("manual", focus, force=True)
         self.session.flush()
 
-    async def delegate(self, prompt: str, *, max_steps: int | None, call_id: str) -> str:
+    async def delegate(self, prompt: str, *, max_steps: int | None, call_id: str) -> ToolOutcome:
         """Run ``prompt`` in a sub-agent (the ``task`` tool's work; see `foldlog.agent.subagent`)."""
         from foldlog.agent.subagent import delegate
 
@@ -274,9 +287,10 @@ class Agent:
                 )
                 content = "".join(st.text)
                 calls = st.calls if st.finish != "length" else []
-                rec.reply(turn, step, st, content, calls)
+                cost = self.meter.price(st.usage) if st.usage is not None else None
+                rec.reply(turn, step, st, content, calls, cost.to_log() if cost is not None else None)
                 if st.usage is not None:
-                    self._report_usage(st.usage)
+                    self._report_usage(st.usage, cost.total if cost is not None else None)
                 if st.finish == "length":
                     rec.close_step()
                     raise _TurnEnd("max-tokens")
@@ -307,6 +321,14 @@ class Agent:
                 raise _TurnEnd("completed")
         except _TurnEnd as end:
             rec.end_turn(turn, end.kind, end.detail, end.error)
+            if end.kind == "budget":
+                d = end.detail
+                raise BudgetExceeded(
+                    f"turn {turn}: {end.error}",
+                    limit=d.get("limit"),
+                    used=d.get("used"),
+                    budget=d.get("budget"),
+                ) from None
             if end.kind == "max-steps":
                 raise MaxStepsExceeded(
                     f"turn {turn} used its {self.options.max_steps}-step budget"
@@ -392,6 +414,10 @@ class Agent:
     async def _request(self, turn: int, step: int, offer_tools: bool, retries: int) -> tuple[Reply, int]:
         attempt = 0
         while True:
+            over = self.meter.over(self._model)  # the budgets (foldlog.cost.meter)
+            if over is not None:
+                self._rec.close_step()
+                raise _TurnEnd("budget", {k: v for k, v in over.items() if k != "message"}, over["message"])
             params = await self._request_params(turn, step)
             tools = self.registry.schemas() if offer_tools and len(self.registry) else ()
             self._requests.log_header(self._rec, params, tools)
@@ -457,11 +483,10 @@ class Agent:
             stream = self.provider.stream(request)
         return await read_stream(stream, reply, self._rec, self._emit, turn, step)
 
-    def _report_usage(self, u: Usage) -> None:
+    def _report_usage(self, u: Usage, cost: float | None) -> None:
         self.last_usage = u
         self.last_prompt_tokens = u.prompt_tokens or None
-        cost_fn = getattr(self.provider, "cost", None)  # a provider that knows its prices has one
-        self._emit(UsageEvent.of(u, "executor", cost_fn(u) if callable(cost_fn) else None))
+        self._emit(UsageEvent.of(u, "executor", cost))
 
     # --- tools -----------------------------------------------------------------------------
 

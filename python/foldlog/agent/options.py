@@ -52,6 +52,13 @@ class Options(CompactionOptions):
     # far cheaper than the model call that follows it (counts travel in the log: nothing is
     # tokenized again). Off keeps the log in memory between runs (one session, a huge log).
     release_when_idle: bool = True
+    # --- budgets (foldlog.cost, docs/cost.md) ---
+    # a request starts only while the session (its sub-agents included) has spent less than
+    # `cost_limit` (in the price table's currency: USD for genai-prices) and used fewer than
+    # `token_budget` tokens (prompt + completion); then the turn ends `budget` and BudgetExceeded
+    # is raised. A cost limit needs a priced model (checked when the agent is made). None: unbounded.
+    cost_limit: float | None = None
+    token_budget: int | None = None
 
     def __post_init__(self) -> None:
         if self.max_steps is not None and self.max_steps < 1:

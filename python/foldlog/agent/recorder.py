@@ -195,8 +195,16 @@ class StepRecorder:
         if message.get("source") == "steer":
             self.emit(Steer(display_text(message.get("content"))))
 
-    def reply(self, turn: int, step: int, reply: Reply, content: str, calls: Sequence[ToolCall]) -> None:
-        """The assistant message of a finished stream."""
+    def reply(
+        self,
+        turn: int,
+        step: int,
+        reply: Reply,
+        content: str,
+        calls: Sequence[ToolCall],
+        cost: Mapping[str, Any] | None = None,
+    ) -> None:
+        """The assistant message of a finished stream (``cost``: its priced usage, `foldlog.cost`)."""
         message = assistant_message(
             content,
             reasoning="".join(reply.reasoning) if reply.reasoning else None,
@@ -204,7 +212,8 @@ class StepRecorder:
             thinking_blocks=reply.thinking_blocks,
         )
         usage = reply.usage.to_dict() if reply.usage is not None else None
-        self.events.assistant(turn, step, message, usage=usage, sources=reply.chunks)
+        extra = {"cost": dict(cost)} if cost else None
+        self.events.assistant(turn, step, message, usage=usage, extra=extra, sources=reply.chunks)
         if self.open is not None:
             self.open.reply = None
 

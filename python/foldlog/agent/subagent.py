@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 from foldlog.errors import AgentBusyError, ConfigError, FoldlogError
 from foldlog.events import ToolDispatch, ToolResult, Usage
-from foldlog.tools.host import ToolContext
+from foldlog.tools.host import ToolContext, ToolOutcome
 from foldlog.tools.registry import Tool, make_tool
 
 if TYPE_CHECKING:
@@ -32,11 +33,13 @@ async def run_subagent(
     sink: Callable[[Any], Any] | None,
     *,
     hooks: Hooks | None = None,
+    on_child: Callable[[Agent], None] | None = None,
 ) -> str:
     """Run a child agent on ``session`` and return its last non-empty assistant answer.
 
     ``hooks``: capability hooks (tool and stream policies, the approver) the child runs under;
-    the ``task`` tool passes its parent's, so delegating never escapes a policy."""
+    the ``task`` tool passes its parent's, so delegating never escapes a policy. ``on_child``:
+    told the child agent before it runs (the ``task`` tool reads its spending from it)."""
     from foldlog.agent.loop import Agent
 
     if session is None:
@@ -44,6 +47,8 @@ async def run_subagent(
     child = Agent(provider, registry, session, options, sink)
     if hooks is not None:
         child.hooks.share_capabilities(hooks)
+    if on_child is not None:
+        on_child(child)
     await child.run(prompt)
     for m in reversed(session.derive_messages()):
         if m.get("role") == "assistant":
@@ -86,7 +91,7 @@ async def _task(
     max_steps: Annotated[
         int | None, "Step budget for the sub-agent (default: half of yours, at least 5)"
     ] = None,
-) -> str:
+) -> str | ToolOutcome:
     """Delegate a self-contained piece of work to a sub-agent with a fresh context and the same tools.
     Only its final answer comes back; use it for searches or multi-step investigations."""
     host = ctx.agent
@@ -95,25 +100,70 @@ async def _task(
     return await host.delegate(prompt, max_steps=max_steps, call_id=ctx.call.id)
 
 
-async def delegate(parent: Agent, prompt: str, *, max_steps: int | None, call_id: str) -> str:
+async def delegate(parent: Agent, prompt: str, *, max_steps: int | None, call_id: str) -> ToolOutcome:
     """The ``task`` tool's work for ``parent`` (`Agent.delegate`): a child with the parent's
     system prompt in a fresh session, its tools but ``task``, its provider, model and policies,
-    and a step budget of ``child_steps``; tool events reach the parent's sink nested under
-    ``call_id``."""
+    a step budget of ``child_steps`` and what is left of the parent's cost and token budgets;
+    tool events reach the parent's sink nested under ``call_id``.
+
+    The child's session names its parent in its header (``{"kind": "subagent", "id", "callId"}``)
+    and, when the parent's log is a file, is a file beside it (``<child id>.jsonl``). The result
+    (an error result when the child failed) carries the child's spending in its ``meta``
+    (``subagent: {session, spend}``), which `foldlog.cost` rolls up into the parent."""
     from foldlog.log.session import Session
 
     system = next(
         (m.get("content") for m in parent.session.derive_messages() if m.get("role") == "system"), None
     )
-    child_session = Session(system=system if isinstance(system, str) else None)
+    system = system if isinstance(system, str) else None
+    link = {"kind": "subagent", "id": parent.session.id, "callId": call_id}
+    if parent.session.path is not None:
+        from foldlog.log.session import new_session_id
+
+        child_path = parent.session.path.parent / f"{new_session_id()}.jsonl"
+        child_session = Session.open(child_path, system=system, parent=link)
+    else:
+        child_session = Session(system=system, parent=link)
+    cost_left, tokens_left = parent.meter.remaining()
     options = dataclasses.replace(
-        parent.options, max_steps=child_steps(max_steps, parent.options.max_steps), model=parent.model
+        parent.options,
+        max_steps=child_steps(max_steps, parent.options.max_steps),
+        model=parent.model,
+        cost_limit=cost_left,
+        token_budget=tokens_left,
     )
     registry = parent.registry.without(TASK_TOOL)
     sink = NestedSink(parent.emit, call_id)
-    return await run_subagent(
-        parent.provider, registry, child_session, prompt, options, sink, hooks=parent.hooks
-    )
+    children: list[Agent] = []
+
+    def started(child: Agent) -> None:
+        children.append(child)
+        for watch in list(parent.child_watchers):
+            watch(child, call_id)
+
+    def spent() -> dict[str, Any]:
+        spend = children[0].meter.spend.to_dict() if children else None
+        return {"subagent": {"session": child_session.id, "spend": spend}} if spend else {}
+
+    try:
+        answer = await run_subagent(
+            parent.provider,
+            registry,
+            child_session,
+            prompt,
+            options,
+            sink,
+            hooks=parent.hooks,
+            on_child=started,
+        )
+        return ToolOutcome(answer, meta=spent())
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:  # as the tool runner reports a tool's error, with the spending kept
+        return ToolOutcome(f"error: {type(e).__name__}: {e}", True, meta=spent())
+    finally:
+        if child_session.path is not None:
+            child_session.close()
 
 
 def task_tool() -> Tool:

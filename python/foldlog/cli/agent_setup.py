@@ -124,4 +124,8 @@ def make_options(cfg: Config) -> Options:
         kwargs["context_window"] = int(cfg.get("context_window"))
     if cfg.get("model"):
         kwargs["model"] = cfg.get("model")
+    if cfg.get("cost_limit") is not None:
+        kwargs["cost_limit"] = float(cfg.get("cost_limit"))
+    if cfg.get("token_budget") is not None:
+        kwargs["token_budget"] = int(cfg.get("token_budget"))
     return Options(**kwargs)

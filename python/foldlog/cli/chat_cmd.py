@@ -30,6 +30,7 @@ HELP = [
     ("/sessions", "list recent sessions"),
     ("/model NAME", "use another model from the next request on"),
     ("/tokens", "token usage and cost so far"),
+    ("/cost", "what the session cost: by kind of token, per turn, per sub-agent"),
     ("/export PATH", "write the conversation as an OpenAI messages JSON file"),
     ("/help", "this list"),
     ("/quit", "leave (also /exit or Ctrl-D)"),
@@ -168,6 +169,7 @@ class Chat:
             "/exit": self.c_quit,
             "/status": self.c_status,
             "/tokens": self.c_tokens,
+            "/cost": self.c_cost,
             "/new": self.c_new,
             "/resume": self.c_resume,
             "/sessions": self.c_sessions,
@@ -202,10 +204,16 @@ class Chat:
     async def c_tokens(self, _: str) -> None:
         from foldlog.cli.run_cmd import currency_of
 
-        self.out.print(self.sink.usage_line(currency_of(self.provider)))
+        self.out.print(self.sink.usage_line(currency_of(self.agent)))
         last = self.sink.totals.last_prompt_tokens
         count, how = surface_tokens(self.session.derive_messages(), self.model)
         self.out.print(f"last request: {last} prompt tokens; the surface now: {count} tokens ({how})")
+
+    async def c_cost(self, _: str) -> None:
+        from foldlog.cli.cost_view import cost_lines, ledger_of
+
+        for line in cost_lines(ledger_of(self.session)):
+            self.out.print(line)
 
     async def c_new(self, _: str) -> None:
         self._open(None, False)

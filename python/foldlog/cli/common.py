@@ -39,11 +39,30 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
         help="the first step of each turn must call this tool (small local models need the nudge)",
     )
     p.add_argument("--show-reasoning", action="store_true", help="print the model's reasoning")
+    p.add_argument(
+        "--cost-limit",
+        type=float,
+        metavar="USD",
+        help="stop the session before it spends more (docs/cost.md)",
+    )
+    p.add_argument(
+        "--token-budget", type=int, metavar="N", help="stop the session before it uses more tokens"
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> Config:
     flags: dict[str, Any] = {"home": getattr(args, "home", None)}
-    for key in ("provider", "model", "base_url", "max_steps", "context_window", "workspace"):
+    keys = (
+        "provider",
+        "model",
+        "base_url",
+        "max_steps",
+        "context_window",
+        "workspace",
+        "cost_limit",
+        "token_budget",
+    )
+    for key in keys:
         flags[key] = getattr(args, key, None)
     if getattr(args, "show_reasoning", False):
         flags["show_reasoning"] = True

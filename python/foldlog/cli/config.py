@@ -41,6 +41,8 @@ _KNOWN = {
     "context_window",
     "workspace",
     "show_reasoning",
+    "cost_limit",
+    "token_budget",
 }
 
 

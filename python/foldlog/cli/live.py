@@ -190,7 +190,7 @@ class LiveSink:
 
     def usage_line(self, currency: str | None = None) -> str:
         t = self.final_totals()
-        cost = f", cost {t.cost:.4f}{' ' + currency if currency else ''}" if t.cost_known else ""
+        cost = f", cost {t.cost:.6f}{' ' + currency if currency else ''}" if t.cost_known else ""
         return (
             f"usage: {t.requests} request(s), {t.prompt_tokens} prompt + {t.completion_tokens} completion "
             f"tokens, cache hit {t.hit_rate:.0%}{cost}"

@@ -1,4 +1,4 @@
-"""``foldlog log show|inspect|repair|import`` (and ``export``, ``fork``, ``tail``: their own modules)."""
+"""``foldlog log show|inspect|repair|import`` (export, fork, tail and trace: their own modules)."""
 
 from __future__ import annotations
 
@@ -19,10 +19,12 @@ if TYPE_CHECKING:
 
 
 def add_parser(verbs: Any) -> None:
-    """``log show|inspect|repair|import|export|fork|tail``."""
+    """``log show|inspect|repair|import|export|fork|tail|trace``."""
     from foldlog.interchange import BRANCHES, FORMATS
 
-    log = verbs.add_parser("log", help="show, inspect, repair, import, export, fork and tail session logs")
+    log = verbs.add_parser(
+        "log", help="show, inspect, repair, import, export, fork, tail and trace session logs"
+    )
     log_verbs = log.add_subparsers(dest="log_verb", metavar="ACTION")
     log_verbs.required = True
     show = log_verbs.add_parser("show", help="print the conversation a log derives")
@@ -63,10 +65,12 @@ def add_parser(verbs: Any) -> None:
     imp.add_argument("--json", action="store_true", help="print what was written as JSON")
     imp.set_defaults(func=cmd_import)
     from foldlog.cli import log_export, log_fork, log_tail
+    from foldlog.cli.trace_cmd import add_trace_parser
 
     log_export.add_parser(log_verbs)
     log_fork.add_parser(log_verbs)
     log_tail.add_parser(log_verbs)
+    add_trace_parser(log_verbs)
 
 
 def _load(path: Path) -> Session:
@@ -129,6 +133,7 @@ def inspect_session(session: Any, path: Path | None = None, *, model: str | None
         "unfinished_compactions": stats["unfinished_compactions"],
         "needs_repair": bool(getattr(session, "normalized_dirty", False)),
         "usage": stats["usage"],
+        "cost": _cost(session),
     }
     if report["needs_repair"]:
         report["repair"] = {k: v for k, v in repair.items() if v}
@@ -139,19 +144,33 @@ def inspect_session(session: Any, path: Path | None = None, *, model: str | None
     return report
 
 
+def _cost(session: Any) -> dict[str, Any]:
+    from foldlog.cli.cost_view import cost_report, ledger_of
+
+    return cost_report(ledger_of(session))
+
+
 def cmd_inspect(args: argparse.Namespace) -> int:
     path = session_path(args.path, config_from_args(args))
-    report = inspect_session(_load(path), path, model=args.model)
+    session = _load(path)
+    report = inspect_session(session, path, model=args.model)
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return EXIT_OK
     out = console()
     from rich.markup import escape
 
+    del report["cost"]  # shown below, line by line
     for key, value in report.items():
         if isinstance(value, dict):
             value = ", ".join(f"{k} {v}" for k, v in value.items()) or "-"
         out.print(f"[bold]{key:>22}[/]  {escape(str(value))}")
+    from foldlog.cli.cost_view import cost_lines, ledger_of
+
+    lines = cost_lines(ledger_of(session))
+    out.print(f"[bold]{'cost':>22}[/]  {escape(lines[0].removeprefix('session  '))}")
+    for line in lines[1:]:
+        out.print(f"{'':>24}{escape(line.strip())}")
     return EXIT_OK
 
 

@@ -46,10 +46,11 @@ async def drive(agent: Any, prompt: str | None) -> tuple[str, int, str | None]:
             loop.remove_signal_handler(signal.SIGINT)
 
 
-def currency_of(provider: Any) -> str | None:
-    meter = getattr(provider, "meter", None)
-    price = getattr(meter, "price", None)
-    return getattr(price, "currency", None)
+def currency_of(agent: Any) -> str | None:
+    """The currency of the agent's session costs (`foldlog.cost`), when it has priced any."""
+    meter = getattr(agent, "meter", None)
+    currency = getattr(meter, "currency", None)
+    return currency if isinstance(currency, str) else None
 
 
 def force_first_tool(agent: Any, name: str | None) -> None:
@@ -109,7 +110,7 @@ async def _main(args: argparse.Namespace, prompt: str) -> int:
     else:
         if error:
             sink.note(f"foldlog: {'stopped' if code == EXIT_MAX_STEPS else 'error'}: {error}")
-        sink.note(sink.usage_line(currency_of(provider)))
+        sink.note(sink.usage_line(currency_of(agent)))
         sink.note(f"session: {session.id} ({session.path})")
     return code
 

@@ -9,12 +9,16 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from foldlog.cli.common import config_from_args, console, human_size
+from foldlog.cli.cost_view import spend_text
 from foldlog.cli.exits import EXIT_OK
 from foldlog.cli.store import list_sessions
 from foldlog.stores.base import SessionInfo
+
+if TYPE_CHECKING:
+    from foldlog.cost.ledger import Spend
 
 
 def add_parser(verbs: Any) -> None:
@@ -53,8 +57,9 @@ def tree(infos: list[SessionInfo]) -> list[tuple[SessionInfo, int]]:
     return out
 
 
-def row(info: SessionInfo, depth: int = 0) -> dict[str, Any]:
-    """One session of ``foldlog sessions --json``."""
+def row(info: SessionInfo, depth: int = 0, spend: Spend | None = None) -> dict[str, Any]:
+    """One session of ``foldlog sessions --json`` (``cost``: what its log recorded, sub-agents
+    included; ``None`` when it recorded none)."""
     return {
         "id": info.id,
         "parent": info.parent,
@@ -65,6 +70,7 @@ def row(info: SessionInfo, depth: int = 0) -> dict[str, Any]:
         "last_used": info.updated / 1000,
         "turns": info.turns,
         "preview": info.preview or "",
+        "cost": spend.to_dict() if spend is not None and spend.requests else None,
     }
 
 
@@ -74,6 +80,19 @@ def _label(info: SessionInfo, depth: int) -> str:
         return info.id
     kind = f" ({info.parent_kind})" if info.parent_kind else ""
     return "  " * (depth - 1) + "└ " + info.id + kind
+
+
+def spend_of(info: SessionInfo) -> Spend | None:
+    """The spending of a listed session, as `log inspect` reports it (only the rows shown are
+    read)."""
+    if not info.path:
+        return None
+    from foldlog.cost.ledger import session_ledger
+
+    try:
+        return session_ledger(info.path).session
+    except Exception:  # a damaged log is listed anyway (`log inspect` says what is wrong)
+        return None
 
 
 def _ago(updated_ms: int, now: float) -> str:
@@ -93,8 +112,9 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         if len(tops) > args.limit:
             rows = rows[: tops[args.limit]]
     infos = [info for info, _ in rows]
+    spends = [spend_of(i) for i in infos]
     if args.json:
-        listing = [row(i, d) for i, d in rows]
+        listing = [row(i, d, s) for (i, d), s in zip(rows, spends, strict=True)]
         print(json.dumps({"sessions_dir": str(cfg.sessions_dir), "sessions": listing}, indent=2))
         return EXIT_OK
     out = console()
@@ -107,16 +127,18 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     # rich drops whole columns when no_wrap cells cannot fit, so the preview is cut to the room left
     labels = [_label(info, depth) for info, depth in rows]
     id_width = min(max(len(label) for label in labels), 48)
-    room = max(out.width - id_width - 9 - 5 - 10 - 8, 8)
+    room = max(out.width - id_width - 9 - 5 - 10 - 8 - 16, 8)
     table.add_column("id", no_wrap=True, overflow="ellipsis", max_width=id_width)
     table.add_column("last used", no_wrap=True)
     table.add_column("turns", justify="right", no_wrap=True)
     table.add_column("size", justify="right", no_wrap=True)
+    table.add_column("cost", justify="right", no_wrap=True)
     table.add_column("preview", no_wrap=True)
     now = time.time()
-    for info, label in zip(infos, labels, strict=True):
+    for info, label, spend in zip(infos, labels, spends, strict=True):
         preview = info.preview or ""
         preview = preview if len(preview) <= room else preview[: room - 1] + "…"
-        table.add_row(label, _ago(info.updated, now), str(info.turns), human_size(info.size), preview)
+        cost = spend_text(spend) if spend is not None else "-"
+        table.add_row(label, _ago(info.updated, now), str(info.turns), human_size(info.size), cost, preview)
     out.print(table)
     return EXIT_OK

@@ -52,13 +52,16 @@ def usage_from_anthropic(usage: Any) -> dict[str, int] | None:
     fresh = int(usage.get("input_tokens") or 0)
     written = int(usage.get("cache_creation_input_tokens") or 0)
     read = int(usage.get("cache_read_input_tokens") or 0)
-    return {
+    out = {
         "promptTokens": fresh + written + read,
         "completionTokens": int(usage.get("output_tokens") or 0),
         "cacheHitTokens": read,
         "cacheMissTokens": fresh + written,
         "reasoningTokens": 0,
     }
+    if written:
+        out["cacheWriteTokens"] = written  # priced apart (foldlog.cost)
+    return out
 
 
 def _flush(b: EventBuilder, reply: _Reply | None) -> None:

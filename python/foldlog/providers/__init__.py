@@ -34,19 +34,18 @@ _LAZY: dict[str, str] = {
     "LocalLlama": "foldlog.providers.local",
     "LlamaServer": "foldlog.providers.llama_server",
     "RetryPolicy": "foldlog.providers.retry",
-    "Price": "foldlog.providers.pricing",
-    "UsageMeter": "foldlog.providers.pricing",
+    "Price": "foldlog.cost.prices",
     "Scripted": "foldlog.providers.scripted",
 }
 
 if TYPE_CHECKING:
+    from foldlog.cost.prices import Price
     from foldlog.providers.anthropic import Anthropic
     from foldlog.providers.deepseek import DeepSeek
     from foldlog.providers.llama_server import LlamaServer
     from foldlog.providers.local import LocalLlama
     from foldlog.providers.openai import OpenAI
     from foldlog.providers.openai_compat import OpenAICompatible
-    from foldlog.providers.pricing import Price, UsageMeter
     from foldlog.providers.retry import RetryPolicy
     from foldlog.providers.scripted import Scripted
 
@@ -78,6 +77,5 @@ __all__ = [
     "ToolCallStart",
     "Usage",
     "UsageChunk",
-    "UsageMeter",
     "collect",
 ]

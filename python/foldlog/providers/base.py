@@ -36,7 +36,13 @@ class ToolCall:
 
 @dataclass(slots=True)
 class Usage:
-    """Token usage of one request as the provider reported it."""
+    """Token usage of one request as the provider reported it.
+
+    ``prompt_tokens`` counts every input token, cache reads and cache writes included;
+    ``cache_hit_tokens`` are the cache reads, ``cache_miss_tokens`` the rest of the input (cache
+    writes included), ``cache_write_tokens`` the part of the misses written to the cache
+    (Anthropic's cache creation; 0 where a provider does not report it). ``completion_tokens``
+    counts every output token, ``reasoning_tokens`` included."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -57,6 +63,8 @@ class Usage:
         return self.cache_hit_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
 
     def to_dict(self) -> dict[str, int]:
+        """The ``usage`` of an ``assistant/message`` event (``cacheWriteTokens`` only when non-zero,
+        so logs of providers without cache writes keep their shape)."""
         out = {
             "promptTokens": self.prompt_tokens,
             "completionTokens": self.completion_tokens,
@@ -64,9 +72,36 @@ class Usage:
             "cacheMissTokens": self.cache_miss_tokens,
             "reasoningTokens": self.reasoning_tokens,
         }
-        if self.cache_write_tokens:  # only providers that report writes (logs stay as they were)
+        if self.cache_write_tokens:
             out["cacheWriteTokens"] = self.cache_write_tokens
         return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Usage:
+        """The usage a log recorded (`to_dict`'s keys; OpenAI's snake_case names are read too)."""
+
+        def num(*keys: str) -> int:
+            for k in keys:
+                v = data.get(k)
+                if isinstance(v, int) and not isinstance(v, bool):
+                    return v
+            return 0
+
+        prompt = num("promptTokens", "prompt_tokens")
+        hit = num("cacheHitTokens", "cache_hit_tokens")
+        miss = (
+            num("cacheMissTokens", "cache_miss_tokens")
+            if ("cacheMissTokens" in data or "cache_miss_tokens" in data)
+            else max(prompt - hit, 0)
+        )
+        return cls(
+            prompt_tokens=prompt,
+            completion_tokens=num("completionTokens", "completion_tokens"),
+            cache_hit_tokens=hit,
+            cache_miss_tokens=miss,
+            reasoning_tokens=num("reasoningTokens", "reasoning_tokens"),
+            cache_write_tokens=num("cacheWriteTokens", "cache_write_tokens"),
+        )
 
 
 # --- chunks ----------------------------------------------------------------------------------

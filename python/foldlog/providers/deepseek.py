@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from foldlog.errors import AuthError, ConfigError
-from foldlog.providers.base import Request, Usage
+from foldlog.providers.base import Request
 from foldlog.providers.content import TEXT_ONLY
 from foldlog.providers.openai_compat import OpenAICompatible
-from foldlog.providers.pricing import DEEPSEEK_PRICES, Price, UsageMeter
+
+if TYPE_CHECKING:
+    from foldlog.cost.prices import Price
 
 DEEPSEEK_BASE_URL = "https://api.deepseek.com"
 DEFAULT_MAX_TOKENS = 4096
@@ -34,6 +36,8 @@ class DeepSeek(OpenAICompatible):
     """
 
     content_types = TEXT_ONLY
+    #: the provider id `genai-prices` prices this API's requests under (foldlog.cost)
+    price_provider = "deepseek"
 
     def __init__(
         self,
@@ -66,10 +70,8 @@ class DeepSeek(OpenAICompatible):
         )
         self.thinking = thinking
         self.effort = effort
-        self.prices: dict[str, Price] = dict(DEEPSEEK_PRICES)
-        if prices:
-            self.prices.update(prices)
-        self.meter = UsageMeter(self.prices.get(model))
+        # own prices for models genai-prices lacks (or to override it); foldlog.cost prices the rest
+        self.prices: dict[str, Price] = dict(prices or {})
 
     @property
     def sends_reasoning(self) -> bool:
@@ -91,15 +93,3 @@ class DeepSeek(OpenAICompatible):
     def wire_style(self) -> str | None:
         # thinking mode needs each call's reasoning back: the core's "with-calls" style
         return "with-calls" if self.sends_reasoning else "strip"
-
-    def price(self, model: str | None = None) -> Price | None:
-        return self.prices.get(model or self.model)
-
-    def cost(self, usage: Usage, model: str | None = None) -> float:
-        """Cost of one request in the price table's currency (0.0 for an unpriced model)."""
-        price = self.price(model)
-        return price.cost(usage) if price is not None else 0.0
-
-    def account(self, usage: Usage) -> dict[str, Any]:
-        """Add a request's usage to the session totals; returns the report for a ``Usage`` event."""
-        return self.meter.add(usage)

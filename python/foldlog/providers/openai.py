@@ -17,6 +17,8 @@ class OpenAI(OpenAICompatible):
     (``file``, PDFs) may be sent, as the model allows (``content_types=`` narrows it)."""
 
     content_types = CHAT_COMPLETIONS
+    #: the provider id `genai-prices` prices this API's requests under (foldlog.cost)
+    price_provider = "openai"
 
     def __init__(
         self,

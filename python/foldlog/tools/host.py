@@ -29,10 +29,11 @@ class ToolHost(Protocol):
         """Stop the running turn (``run`` raises :class:`foldlog.RunCancelled`)."""
         ...
 
-    async def delegate(self, prompt: str, *, max_steps: int | None, call_id: str) -> str:
+    async def delegate(self, prompt: str, *, max_steps: int | None, call_id: str) -> str | ToolOutcome:
         """Run ``prompt`` in a sub-agent with a fresh context and this agent's tools (but the
-        ``task`` tool), provider and policies; its final answer. ``call_id``: the delegating
-        call, which the sub-agent's tool events are nested under."""
+        ``task`` tool), provider and policies; its final answer (a `ToolOutcome` carrying the
+        sub-agent's spending in its ``meta``). ``call_id``: the delegating call, which the
+        sub-agent's tool events are nested under."""
         ...
 
 

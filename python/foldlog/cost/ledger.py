@@ -1,0 +1,241 @@
+"""Spending of a session, read from its log: per request, per turn, per session, with the
+spending of its sub-agents rolled up into the turn (and the session) that ran them.
+
+A request is an ``assistant/message`` appended to the surface (a repaired copy that replaces an
+earlier reply is not one); its cost is what it recorded (``data.cost``, written when the
+reply came in); a reply logged without one (an imported transcript, a model without a price at
+the time) is priced from its usage with the model it names (``data.model``, as imported transcripts
+record it) or else the model of the last ``request/header``, at the event's time; else it counts
+as *unpriced*. A sub-agent's spending is the ``subagent`` entry of its
+``task`` result's ``meta``. The same events therefore give the same totals live and on reload.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from foldlog.cost.prices import Cost, Price, price_request
+from foldlog.providers.base import Usage
+
+_USAGE_FIELDS = (
+    "prompt_tokens",
+    "completion_tokens",
+    "cache_hit_tokens",
+    "cache_miss_tokens",
+    "reasoning_tokens",
+    "cache_write_tokens",
+)
+
+
+@dataclass(slots=True)
+class Spend:
+    """Tokens and money of some requests. ``cost`` covers the ``priced`` requests only;
+    ``unpriced`` counts those without a price (their tokens are in ``usage``)."""
+
+    requests: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost: float = 0.0
+    input: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+    output: float = 0.0
+    reasoning: float = 0.0
+    unpriced: int = 0
+    currency: str | None = None
+
+    @property
+    def tokens(self) -> int:
+        return self.usage.total_tokens
+
+    @property
+    def fully_priced(self) -> bool:
+        return self.unpriced == 0
+
+    def add_request(self, usage: Usage, cost: Cost | None) -> None:
+        self.requests += 1
+        for name in _USAGE_FIELDS:
+            setattr(self.usage, name, getattr(self.usage, name) + getattr(usage, name))
+        if cost is None:
+            self.unpriced += 1
+            return
+        self.currency = self.currency or cost.currency
+        self.cost += cost.total
+        self.input += cost.input
+        self.cache_read += cost.cache_read
+        self.cache_write += cost.cache_write
+        self.output += cost.output
+        self.reasoning += cost.reasoning
+
+    def add(self, other: Spend) -> None:
+        self.requests += other.requests
+        for name in _USAGE_FIELDS:
+            setattr(self.usage, name, getattr(self.usage, name) + getattr(other.usage, name))
+        for name in ("cost", "input", "cache_read", "cache_write", "output", "reasoning"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.unpriced += other.unpriced
+        self.currency = self.currency or other.currency
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (a ``task`` result's ``meta.subagent.spend``, ``log inspect --json``)."""
+        return {
+            "requests": self.requests,
+            "usage": self.usage.to_dict(),
+            "cost": _round(self.cost),
+            "byKind": {
+                "input": _round(self.input),
+                "cacheRead": _round(self.cache_read),
+                "cacheWrite": _round(self.cache_write),
+                "output": _round(self.output),
+                "reasoning": _round(self.reasoning),
+            },
+            "unpriced": self.unpriced,
+            "currency": self.currency,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Spend:
+        def num(v: Any) -> float:
+            return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
+
+        by = data.get("byKind")
+        by = by if isinstance(by, Mapping) else {}
+        usage = data.get("usage")
+        currency = data.get("currency")
+        requests = data.get("requests")
+        unpriced = data.get("unpriced")
+        return cls(
+            requests=requests if isinstance(requests, int) else 0,
+            usage=Usage.from_dict(usage) if isinstance(usage, Mapping) else Usage(),
+            cost=num(data.get("cost")),
+            input=num(by.get("input")),
+            cache_read=num(by.get("cacheRead")),
+            cache_write=num(by.get("cacheWrite")),
+            output=num(by.get("output")),
+            reasoning=num(by.get("reasoning")),
+            unpriced=unpriced if isinstance(unpriced, int) else 0,
+            currency=currency if isinstance(currency, str) else None,
+        )
+
+
+def _round(x: float) -> float:
+    return round(x, 12)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestCost:
+    """One model request of the log: its reply's seq, turn, step, model, usage and cost."""
+
+    seq: int
+    turn: int | None
+    step: int | None
+    model: str | None
+    usage: Usage
+    cost: Cost | None
+
+
+@dataclass(slots=True)
+class Ledger:
+    """Folds a log's events, in order, into its spending (`feed` one event at a time: the agent
+    keeps one up to date as it goes; `of_events` reads a whole log).
+
+    ``price_missing``: price a reply logged without a cost from its usage (else it is unpriced);
+    ``prices``: own prices for that, consulted before `genai-prices`."""
+
+    price_missing: bool = True
+    prices: Mapping[str, Price] | None = None
+    provider: str | None = None
+    session: Spend = field(default_factory=Spend)
+    turns: dict[int, Spend] = field(default_factory=dict)
+    requests: list[RequestCost] = field(default_factory=list)
+    #: ``(call id, child session id, its spend)`` of each sub-agent run
+    subagents: list[tuple[str, str | None, Spend]] = field(default_factory=list)
+    model: str | None = None
+    #: events fed so far
+    seen: int = 0
+    #: the event types `feed` reads (the others only count in `seen`)
+    READS: ClassVar[frozenset[str]] = frozenset({"request/header", "assistant/message", "tool/result"})
+
+    @classmethod
+    def of_events(cls, events: Iterable[Mapping[str, Any]], **kw: Any) -> Ledger:
+        ledger = cls(**kw)
+        for ev in events:
+            ledger.feed(ev)
+        return ledger
+
+    def _turn(self, turn: Any) -> Spend | None:
+        if not isinstance(turn, int):
+            return None
+        return self.turns.setdefault(turn, Spend())
+
+    def feed(self, event: Mapping[str, Any]) -> None:
+        self.seen += 1
+        kind = event.get("type")
+        data = event.get("data")
+        if not isinstance(data, Mapping):
+            return
+        if kind == "request/header":
+            model = data.get("model")
+            self.model = model if isinstance(model, str) else None
+        elif kind == "assistant/message":
+            if event.get("surfaceOp", "append") != "append":
+                return  # a repaired copy of an earlier reply (load repair), not a request
+            raw = data.get("usage")
+            if not isinstance(raw, Mapping):
+                return
+            usage = Usage.from_dict(raw)
+            # the model that answered, when the log names it (imported transcripts do)
+            answered = data.get("model")
+            model = answered if isinstance(answered, str) and answered else self.model
+            cost = Cost.from_log(data["cost"]) if "cost" in data else None
+            if cost is None and self.price_missing:
+                time = event.get("time")
+                cost = price_request(
+                    usage,
+                    model,
+                    provider=self.provider,
+                    time_ms=time if isinstance(time, int) else None,
+                    prices=self.prices,
+                )
+            seq = event.get("seq")
+            turn, step = data.get("turn"), data.get("step")
+            self.requests.append(
+                RequestCost(
+                    seq if isinstance(seq, int) else -1,
+                    turn if isinstance(turn, int) else None,
+                    step if isinstance(step, int) else None,
+                    model,
+                    usage,
+                    cost,
+                )
+            )
+            self.session.add_request(usage, cost)
+            t = self._turn(turn)
+            if t is not None:
+                t.add_request(usage, cost)
+        elif kind == "tool/result":
+            meta = data.get("meta")
+            sub = meta.get("subagent") if isinstance(meta, Mapping) else None
+            if not isinstance(sub, Mapping) or not isinstance(sub.get("spend"), Mapping):
+                return
+            spend = Spend.from_dict(sub["spend"])
+            message = data.get("message")
+            call_id = message.get("toolCallId") if isinstance(message, Mapping) else None
+            child = sub.get("session")
+            self.subagents.append((str(call_id or ""), child if isinstance(child, str) else None, spend))
+            self.session.add(spend)
+            t = self._turn(data.get("turn"))
+            if t is not None:
+                t.add(spend)
+
+
+def session_ledger(session_or_path: Any, **kw: Any) -> Ledger:
+    """The `Ledger` of a `Session`, or of the log at a path."""
+    from foldlog.log.session import Session
+
+    session = session_or_path if isinstance(session_or_path, Session) else Session.load(session_or_path)
+    return Ledger.of_events(session.events, **kw)
+
+
+__all__ = ["Ledger", "RequestCost", "Spend", "session_ledger"]

@@ -1,0 +1,134 @@
+"""The agent's cost keeper: prices each reply as it comes in (the price is recorded in the
+reply's ``assistant/message``), keeps the session's `Ledger` up to date from the log, and checks
+the budget (`Options.cost_limit`, `Options.token_budget`) before each request.
+
+A request starts only while the session's spending — its own requests and its sub-agents' — is
+below both limits; the one that reaches a limit ends the run at the next request, with the
+turn's end reason ``budget``. So a run passes a limit by at most its last request (and, for a
+sub-agent, the child's last request: the child gets what its parent has left).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from foldlog.cost.ledger import Ledger, Spend
+from foldlog.cost.prices import Cost, price_request, provider_id, provider_prices, require_price
+from foldlog.errors import ConfigError
+
+if TYPE_CHECKING:
+    from foldlog.log.session import Session
+    from foldlog.providers.base import Usage
+
+
+#: past this many new events, `sync` reads their types first and decodes only what it needs
+_SKIP_AFTER = 256
+
+
+class AgentMeter:
+    """``cost_limit`` (in the price table's currency, USD for `genai-prices`) and
+    ``token_budget`` (prompt + completion tokens) bound the session; ``None``: unbounded. A cost
+    limit with a model that has no price is refused here, at the start (`ConfigError`)."""
+
+    def __init__(
+        self,
+        session: Session,
+        provider: Any,
+        *,
+        cost_limit: float | None,
+        token_budget: int | None,
+        model: str | None,
+    ) -> None:
+        if cost_limit is not None and not cost_limit >= 0:
+            raise ConfigError(f"Options.cost_limit must be >= 0 or None, got {cost_limit}")
+        if token_budget is not None and token_budget < 0:
+            raise ConfigError(f"Options.token_budget must be >= 0 or None, got {token_budget}")
+        self.session = session
+        self.provider = provider_id(provider)
+        self.prices = provider_prices(provider)
+        self.cost_limit = cost_limit
+        self.token_budget = token_budget
+        self._checked: str | None = None
+        #: the currency of the prices used so far (None before the first priced reply)
+        self.currency: str | None = None
+        if cost_limit is not None:
+            self._require(model)
+        self.ledger = Ledger(prices=self.prices, provider=self.provider)
+
+    def _require(self, model: str | None) -> None:
+        if model != self._checked or model is None:
+            require_price(model, provider=self.provider, prices=self.prices)
+            self._checked = model
+
+    def sync(self) -> Ledger:
+        """Bring the ledger up to the session's last event."""
+        events = self.session.events
+        n = len(events)
+        start = self.ledger.seen
+        if n - start > _SKIP_AFTER:  # a resumed log: decode only the events the ledger reads
+            kinds = events.types()
+            for i in range(start, n):
+                if kinds[i] in Ledger.READS:
+                    self.ledger.feed(events[i])
+            self.ledger.seen = n
+        elif start < n:
+            for ev in events[start:n]:
+                self.ledger.feed(ev)
+        return self.ledger
+
+    @property
+    def spend(self) -> Spend:
+        """The session's spending so far (sub-agents included)."""
+        return self.sync().session
+
+    def price(self, usage: Usage) -> Cost | None:
+        """The cost of a reply to the request just made (with the model its header named)."""
+        model = self.sync().model
+        cost = price_request(usage, model, provider=self.provider, prices=self.prices)
+        if cost is not None:
+            self.currency = cost.currency
+        return cost
+
+    def over(self, model: str | None) -> dict[str, Any] | None:
+        """``None`` while a request of ``model`` may start; else the detail of the ``budget``
+        end (``limit``, ``used``, ``message``)."""
+        if self.cost_limit is None and self.token_budget is None:
+            return None
+        spend = self.spend
+        if self.token_budget is not None and spend.tokens >= self.token_budget:
+            return {
+                "limit": "tokens",
+                "budget": self.token_budget,
+                "used": spend.tokens,
+                "message": f"the session used {spend.tokens} tokens of its token_budget {self.token_budget}",
+            }
+        if self.cost_limit is not None:
+            self._require(model)
+            if spend.unpriced:
+                raise ConfigError(
+                    f"Options.cost_limit is set but {spend.unpriced} request(s) of this session have "
+                    "no price: the limit would cover only part of the run"
+                )
+            if spend.cost >= self.cost_limit:
+                currency = spend.currency or "USD"
+                return {
+                    "limit": "cost",
+                    "budget": self.cost_limit,
+                    "used": round(spend.cost, 12),
+                    "currency": currency,
+                    "message": (
+                        f"the session spent {spend.cost:.6f} {currency} of its cost_limit "
+                        f"{self.cost_limit} {currency}"
+                    ),
+                }
+        return None
+
+    def remaining(self) -> tuple[float | None, int | None]:
+        """What is left of each limit (for a sub-agent's own limits)."""
+        spend = self.spend
+        cost = None if self.cost_limit is None else max(self.cost_limit - spend.cost, 0.0)
+        tokens = None if self.token_budget is None else max(self.token_budget - spend.tokens, 0)
+        return cost, tokens
+
+
+__all__ = ["AgentMeter"]
