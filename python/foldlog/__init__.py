@@ -20,6 +20,8 @@ from foldlog.errors import (
     InvalidEventError,
     InvalidHookError,
     MaxStepsExceeded,
+    MCPError,
+    OutputValidationError,
     ProviderError,
     ProviderTimeout,
     RunCancelled,
@@ -53,6 +55,8 @@ _LAZY: dict[str, str] = {
     "CompactionResult": "foldlog.compaction.compactor",
     "TokenCount": "foldlog.log.tokens",
     "thaw": "foldlog.log.frozen",
+    # needs the `mcp` extra (its SDK is imported only when a server connects)
+    "MCPServer": "foldlog.mcp.server",
 }
 
 if TYPE_CHECKING:
@@ -63,6 +67,7 @@ if TYPE_CHECKING:
     from foldlog.log.frozen import thaw
     from foldlog.log.session import Session
     from foldlog.log.tokens import TokenCount, Tokenizer, count_tokens
+    from foldlog.mcp.server import MCPServer
     from foldlog.providers.deepseek import DeepSeek
     from foldlog.providers.local import LocalLlama
     from foldlog.providers.openai import OpenAI
@@ -88,10 +93,13 @@ __all__ = [
     "InvalidEventError",
     "InvalidHookError",
     "LocalLlama",
+    "MCPError",
+    "MCPServer",
     "MaxStepsExceeded",
     "OpenAI",
     "OpenAICompatible",
     "Options",
+    "OutputValidationError",
     "ProviderError",
     "ProviderTimeout",
     "RunCancelled",
