@@ -24,6 +24,7 @@ RANK = {
     "providers": 3,
     "tools": 3,
     "compaction": 3,
+    "mcp": 3,  # MCP servers as toolsets, beside tools/ (which it uses)
     "agent": 4,
     "interchange": 5,
     "cli": 6,

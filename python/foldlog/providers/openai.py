@@ -17,6 +17,7 @@ class OpenAI(OpenAICompatible):
     (``file``, PDFs) may be sent, as the model allows (``content_types=`` narrows it)."""
 
     content_types = CHAT_COMPLETIONS
+    structured_output = True  # `response_format` json_schema (Structured Outputs)
 
     def __init__(
         self,
