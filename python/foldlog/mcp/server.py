@@ -26,7 +26,9 @@ The server's stderr goes to ``logging`` (``foldlog.mcp.<name>``), never to the c
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
+import contextvars
 import logging
 import os
 import re
@@ -43,6 +45,10 @@ from foldlog.tools.host import ToolOutcome
 from foldlog.tools.registry import Tool
 
 _log = logging.getLogger("foldlog.mcp")
+# what the SDK and the servers report is for the log's handlers, never Python's last-resort
+# printing to the console (an application that configures logging still gets every record)
+for _name in ("foldlog.mcp", "mcp"):
+    logging.getLogger(_name).addHandler(logging.NullHandler())
 
 INSTALL_HINT = "pip install 'foldlog[mcp]'  (the official `mcp` SDK)"
 DEFAULT_TIMEOUT = 60.0
@@ -68,6 +74,27 @@ def _sdk() -> Any:
     return mcp
 
 
+# The connection whose stdout is being decoded (the SDK's reader task runs in a copy of the
+# context of the task that opened the transport).
+_DECODING: contextvars.ContextVar[_Connection | None] = contextvars.ContextVar("foldlog_mcp_decoding", default=None)
+BAD_BYTES = "foldlog-mcp-bad-bytes"
+
+
+def _on_bad_bytes(e: UnicodeError) -> tuple[str, int]:
+    """The codec error handler of a stdio server's output: bytes that are not UTF-8 fail the
+    calls in flight (naming the server) and are replaced, so the connection reads on. (The
+    SDK's ``strict`` would end its reader silently and leave every call hanging.)"""
+    if not isinstance(e, UnicodeDecodeError):
+        raise e
+    conn = _DECODING.get()
+    if conn is not None:
+        conn.bad_bytes(e)
+    return "\ufffd", e.end
+
+
+codecs.register_error(BAD_BYTES, _on_bad_bytes)
+
+
 def _first_error(e: BaseException) -> BaseException:
     """The first leaf of an exception group (anyio task groups wrap what failed)."""
     while isinstance(e, BaseExceptionGroup) and e.exceptions:
@@ -79,7 +106,8 @@ def _describe(e: BaseException) -> str:
     e = _first_error(e)
     if isinstance(e, UnicodeDecodeError):
         return f"it wrote bytes that are not UTF-8 ({e.reason} at byte {e.start})"
-    text = str(e) or type(e).__name__
+    lines = (str(e) or type(e).__name__).splitlines()
+    text = " ".join(line.strip() for line in lines[:2])[:300]
     return f"{type(e).__name__}: {text}" if type(e).__name__ not in text else text
 
 
@@ -120,9 +148,14 @@ class _Connection:
             message += f"; its stderr ends with:\n{tail}"
         return MCPError(message, server=self.server.name, stderr=tail)
 
+    def bad_bytes(self, e: UnicodeDecodeError) -> None:
+        _log.warning("MCP server %r wrote bytes that are not UTF-8 (%s)", self.server.name, e.reason)
+        self._signal(f"it wrote bytes that are not UTF-8 on its stdout ({e.reason})")
+
     async def _serve(self, ready: asyncio.Future[None]) -> None:
         from mcp import ClientSession
 
+        _DECODING.set(self)
         try:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self.server.opener(self.pipe))
@@ -173,7 +206,7 @@ class _Connection:
         except asyncio.CancelledError:
             work.cancel()
             raise
-        if work in done:
+        if work in done and fault not in done:
             try:
                 return to_outcome(work.result()), False
             except Exception as e:
@@ -264,6 +297,7 @@ class MCPServer:
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
             params = StdioServerParameters(command=command, args=argv, env=extra or None, cwd=folder)
+            params.encoding_error_handler = BAD_BYTES  # type: ignore[assignment]
             assert pipe is not None and pipe.writer is not None
             return stdio_client(params, errlog=pipe.writer)
 
@@ -378,8 +412,10 @@ class MCPServer:
             self._failed = str(e)
             return ToolOutcome(f"error: {e}", True)
         outcome, dropped = await conn.call(name, arguments or {}, self.timeout)
-        if dropped and self._conn is conn:
-            self._conn = None  # the next call starts the server again (once)
+        if dropped:
+            if self._conn is conn:
+                self._conn = None  # the next call starts the server again (once)
+            await conn.close()
         return outcome
 
     def _alive(self) -> bool:
