@@ -39,6 +39,11 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
         help="the first step of each turn must call this tool (small local models need the nudge)",
     )
     p.add_argument("--show-reasoning", action="store_true", help="print the model's reasoning")
+    p.add_argument(
+        "--mcp",
+        metavar="FILE",
+        help='MCP servers as tools: a JSON file {"mcpServers": {NAME: {command, args, env} | {url, headers}}}',
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> Config:

@@ -269,6 +269,7 @@ class MCPServer:
         self._tools: list[Tool] | None = None
         self._stale = False
         self._failed: str | None = None  # why a restart failed: no more tries until aclose()
+        self._dropped = False  # the last connection dropped: the next one is a restart
         self.restarts = 0
 
     @classmethod
@@ -415,6 +416,7 @@ class MCPServer:
         if dropped:
             if self._conn is conn:
                 self._conn = None  # the next call starts the server again (once)
+                self._dropped = True
             await conn.close()
         return outcome
 
@@ -435,7 +437,7 @@ class MCPServer:
             if self._alive():
                 assert self._conn is not None
                 return self._conn
-            restarting = self._conn is not None or self._tools is not None
+            restarting = self._dropped
             old, self._conn = self._conn, None
             if old is not None and old.loop is loop:
                 await old.close()
@@ -444,16 +446,20 @@ class MCPServer:
             await conn.open(self.startup_timeout)
             if restarting:
                 self.restarts += 1
+                self._dropped = False
                 self._stale = True  # a restarted server may offer other tools
                 _log.info("MCP server %r: connection opened again", self._name)
             self._conn = conn
             return conn
 
     async def aclose(self) -> None:
-        """Close the connection (stops a stdio server); the next use opens it again."""
+        """Close the connection (stops a stdio server); the next use opens it again, and the
+        next listing lists again (another process may offer other tools)."""
         conn, self._conn = self._conn, None
         self._failed = None
-        self._tools = None
+        self._dropped = False
+        if self._tools is not None:
+            self._stale = True
         if conn is not None and conn.loop is asyncio.get_running_loop():
             await conn.close()
 

@@ -191,11 +191,10 @@ class ToolRegistry:
         self._merge()
 
     async def aclose(self) -> None:
-        """Close every toolset's connection (a later `prepare` opens them again)."""
-        self._listed.clear()
+        """Close every toolset's connection (the tools stay listed; a later `prepare` lists the
+        toolsets that say their tools may have changed, opening them again)."""
         for s in self._sets:
             await s.aclose()
-        self._merge()
 
     def owner(self, name: str) -> str | None:
         """The name of the toolset that offers tool ``name`` (``None``: an own tool)."""
