@@ -40,9 +40,9 @@ def fault_server(*args: str, **kw: Any) -> MCPServer:
     return MCPServer.stdio(sys.executable, [str(SERVERS / "fault_server.py"), *args], **kw)
 
 
-def raw_server(mode: str, **kw: Any) -> MCPServer:
+def raw_server(mode: str, *args: str, **kw: Any) -> MCPServer:
     kw.setdefault("name", "raw")
-    return MCPServer.stdio(sys.executable, [str(SERVERS / "raw_server.py"), mode], **kw)
+    return MCPServer.stdio(sys.executable, [str(SERVERS / "raw_server.py"), mode, *args], **kw)
 
 
 def make_repo(folder: Path) -> Path:
@@ -108,6 +108,15 @@ def calls(*specs: tuple[str, dict[str, Any]], answer: str = "done") -> Scripted:
     """A scripted model that makes these calls in one step, then answers."""
     tool_calls = [{"id": f"c{i}", "name": n, "arguments": a} for i, (n, a) in enumerate(specs)]
     return Scripted([{"tool_calls": tool_calls}, {"content": answer}])
+
+
+def steps(*batches: list[tuple[str, dict[str, Any]]], answer: str = "done") -> Scripted:
+    """A scripted model that makes each batch of calls in a step of its own, then answers."""
+    replies: list[Any] = [
+        {"tool_calls": [{"id": f"s{k}c{i}", "name": n, "arguments": a} for i, (n, a) in enumerate(batch)]}
+        for k, batch in enumerate(batches)
+    ]
+    return Scripted([*replies, {"content": answer}])
 
 
 def results(session: Any) -> list[dict[str, Any]]:
