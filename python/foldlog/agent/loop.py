@@ -54,6 +54,7 @@ from foldlog.tools.runner import ToolRunner
 if TYPE_CHECKING:
     from foldlog.log.session import Session
     from foldlog.providers.base import Provider, ToolCall, Usage
+    from foldlog.tools.toolset import Toolset
 
 _log = logging.getLogger("foldlog.agent")
 T = TypeVar("T")
@@ -89,7 +90,7 @@ class Agent:
     def __init__(
         self,
         provider: Provider,
-        tools: ToolRegistry | Iterable[Tool | Callable[..., Any]] | None = None,
+        tools: ToolRegistry | Iterable[Tool | Callable[..., Any] | Toolset] | None = None,
         session: Session | None = None,
         options: Options | None = None,
         sink: Callable[[Any], Any] | None = None,

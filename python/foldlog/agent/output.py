@@ -124,7 +124,7 @@ class OutputSpec:
         name = re.sub(r"[^A-Za-z0-9_-]+", "_", name)[:64] or "output"
         if schema.get("type") == "object":
             return cls(name, schema, False, build)
-        defs = {k: schema.pop(k) for k in ("$defs", "definitions") if k in schema}
+        defs: dict[str, Any] = {k: schema.pop(k) for k in ("$defs", "definitions") if k in schema}
         wrapped = {"type": "object", "properties": {"value": schema}, "required": ["value"], **defs}
         return cls(name, wrapped, True, build)
 

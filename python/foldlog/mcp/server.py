@@ -36,7 +36,7 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO, cast
 
 from foldlog.errors import ConfigError, MCPError
 from foldlog.mcp.results import to_outcome
@@ -300,7 +300,7 @@ class MCPServer:
             params = StdioServerParameters(command=command, args=argv, env=extra or None, cwd=folder)
             params.encoding_error_handler = BAD_BYTES  # type: ignore[assignment]
             assert pipe is not None and pipe.writer is not None
-            return stdio_client(params, errlog=pipe.writer)
+            return stdio_client(params, errlog=cast("TextIO", pipe.writer))
 
         _sdk()
         return cls(

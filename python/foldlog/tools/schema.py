@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import inspect
+import operator
 import re
 import types
 import typing
@@ -284,16 +285,19 @@ def _check(value: Any, schema: Mapping[str, Any], path: str, root: Mapping[str, 
         if isinstance(pattern, str) and re.search(pattern, value) is None:
             errors.append(f"{path}: {_short(value)} does not match the pattern {pattern!r}")
     elif isinstance(value, int | float) and not isinstance(value, bool):
-        for key, ok, word in (
-            ("minimum", lambda v, b: v >= b, "at least"),
-            ("maximum", lambda v, b: v <= b, "at most"),
-            ("exclusiveMinimum", lambda v, b: v > b, "more than"),
-            ("exclusiveMaximum", lambda v, b: v < b, "less than"),
-        ):
+        for key, ok, word in _NUMBER_BOUNDS:
             bound = schema.get(key)
             if isinstance(bound, int | float) and not isinstance(bound, bool) and not ok(value, bound):
                 errors.append(f"{path}: {value!r} is not {word} {bound!r}")
     return errors
+
+
+_NUMBER_BOUNDS: tuple[tuple[str, Callable[[Any, Any], bool], str], ...] = (
+    ("minimum", operator.ge, "at least"),
+    ("maximum", operator.le, "at most"),
+    ("exclusiveMinimum", operator.gt, "more than"),
+    ("exclusiveMaximum", operator.lt, "less than"),
+)
 
 
 def _bounds(n: int, schema: Mapping[str, Any], low: str, high: str, unit: str, path: str) -> list[str]:
