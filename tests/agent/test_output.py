@@ -106,7 +106,9 @@ def test_output_retries_zero_fails_at_the_first_invalid_answer() -> None:
 
 def test_a_json_schema_dict_and_a_plain_text_json_reply() -> None:
     schema = {"type": "array", "items": {"type": "integer", "minimum": 0}, "maxItems": 3}
-    provider = Scripted([{"content": "Sure! Here they are."}, {"content": "[1, -2]"}, {"content": "```json\n[1, 2]\n```"}])
+    provider = Scripted(
+        [{"content": "Sure! Here they are."}, {"content": "[1, -2]"}, {"content": "```json\n[1, 2]\n```"}]
+    )
     agent = Agent(provider)
     assert agent.run_sync("three numbers", output_type=schema) == [1, 2]
     retries = [m for m in events(agent, "user/message") if m.get("source") == "output-retry"]
@@ -134,7 +136,9 @@ def test_the_final_answer_comes_after_other_tools() -> None:
 
 
 def test_native_mode_sends_the_schema_and_retries_a_reply_that_does_not_validate() -> None:
-    provider = NativeScripted([{"content": '{"name": "Rome"}'}, {"content": '{"name": "Rome", "population": 2800000}'}])
+    provider = NativeScripted(
+        [{"content": '{"name": "Rome"}'}, {"content": '{"name": "Rome", "population": 2800000}'}]
+    )
     agent = Agent(provider)
     assert agent.run_sync("Rome?", output_type=City) == City("Rome", 2800000)
     fmt = provider.requests[0].params["response_format"]
@@ -151,7 +155,9 @@ def test_native_mode_sends_the_schema_and_retries_a_reply_that_does_not_validate
 def _replay(path: Path, output_type: Any, **options: Any) -> tuple[Any, list[Any]]:
     async def go() -> tuple[Any, list[Any]]:
         async with Loopback([sse(path.read_bytes(), piece=97)]) as srv:
-            provider = OpenAICompatible(srv.base_url, "k", "gpt-4o-2024-08-06", structured_output=True, max_retries=0)
+            provider = OpenAICompatible(
+                srv.base_url, "k", "gpt-4o-2024-08-06", structured_output=True, max_retries=0
+            )
             try:
                 agent = Agent(provider, options=Options(**options))
                 answer = await agent.run("What's the weather like in SF?", output_type=output_type)

@@ -14,7 +14,16 @@ TIME_SERVER = str(Path(sys.executable).parent / "mcp-server-time")
 
 
 def _args(server: FakeOpenAI, workspace: Path) -> list[str]:
-    return ["--provider", "openai-compatible", "--base-url", server.base_url, "--model", "fake-1", "--workspace", str(workspace)]
+    return [
+        "--provider",
+        "openai-compatible",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "fake-1",
+        "--workspace",
+        str(workspace),
+    ]
 
 
 def _time_config() -> dict[str, object]:
@@ -32,7 +41,9 @@ def test_run_with_an_mcp_file_calls_the_server(tmp_path: Path) -> None:
         ]
     )
     try:
-        proc = run_cli("run", "what time is it?", "--mcp", str(mcp_file), *_args(server, tmp_path), home=tmp_path)
+        proc = run_cli(
+            "run", "what time is it?", "--mcp", str(mcp_file), *_args(server, tmp_path), home=tmp_path
+        )
     finally:
         server.close()
     assert proc.returncode == 0, proc.stderr
@@ -49,7 +60,19 @@ def test_run_with_an_mcp_file_calls_the_server(tmp_path: Path) -> None:
 def test_a_bad_mcp_file_and_a_server_that_cannot_start_are_errors(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"servers": {}}')
-    proc = run_cli("run", "hi", "--mcp", str(bad), "--provider", "openai-compatible", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", home=tmp_path)
+    proc = run_cli(
+        "run",
+        "hi",
+        "--mcp",
+        str(bad),
+        "--provider",
+        "openai-compatible",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "m",
+        home=tmp_path,
+    )
     assert proc.returncode != 0 and '"mcpServers"' in proc.stderr
     ghost = tmp_path / "ghost.json"
     ghost.write_text(json.dumps({"mcpServers": {"ghost": {"command": "/nonexistent/server"}}}))
@@ -99,7 +122,9 @@ def test_run_output_schema_prints_the_validated_json(tmp_path: Path) -> None:
         ]
     )
     try:
-        proc = run_cli("run", "best city?", "--output-schema", str(schema), *_args(server, tmp_path), home=tmp_path)
+        proc = run_cli(
+            "run", "best city?", "--output-schema", str(schema), *_args(server, tmp_path), home=tmp_path
+        )
     finally:
         server.close()
     assert proc.returncode == 0, proc.stderr

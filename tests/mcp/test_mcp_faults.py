@@ -17,7 +17,9 @@ from tests.mcp.mcp_helpers import calls, fault_server, raw_server, results, step
 
 def test_a_server_that_dies_mid_call_gives_an_error_result_and_is_started_again() -> None:
     server = fault_server()
-    agent = Agent(steps([("echo", {"text": "before"})], [("crash", {})], [("echo", {"text": "after"})]), tools=[server])
+    agent = Agent(
+        steps([("echo", {"text": "before"})], [("crash", {})], [("echo", {"text": "after"})]), tools=[server]
+    )
     agent.run_sync("crash it")
     before, crashed, after = results(agent.session)
     assert before["content"] == "before"

@@ -117,7 +117,9 @@ def test_two_servers_offering_one_name_get_prefixed_names_and_stable_schemas() -
 
 
 def test_prefixed_tools_call_the_right_server() -> None:
-    provider = calls(("clock__get_current_time", {"timezone": "UTC"}), ("time__get_current_time", {"timezone": "UTC"}))
+    provider = calls(
+        ("clock__get_current_time", {"timezone": "UTC"}), ("time__get_current_time", {"timezone": "UTC"})
+    )
     agent = Agent(provider, tools=[time_server("time"), time_server("clock")])
     agent.run_sync("time?")
     assert [r["isError"] for r in results(agent.session)] == [False, False]

@@ -193,7 +193,9 @@ class Agent:
     @overload
     def run_sync(self, prompt: str | Mapping[str, Any] | None = None, *, output_type: type[T]) -> T: ...
     @overload
-    def run_sync(self, prompt: str | Mapping[str, Any] | None = None, *, output_type: Mapping[str, Any]) -> Any: ...
+    def run_sync(
+        self, prompt: str | Mapping[str, Any] | None = None, *, output_type: Mapping[str, Any]
+    ) -> Any: ...
 
     def run_sync(self, prompt: str | Mapping[str, Any] | None = None, *, output_type: Any = None) -> Any:
         """``run`` for plain scripts (starts and closes its own event loop, and with it the
@@ -221,7 +223,9 @@ class Agent:
     @overload
     async def run(self, prompt: str | Mapping[str, Any] | None = None, *, output_type: type[T]) -> T: ...
     @overload
-    async def run(self, prompt: str | Mapping[str, Any] | None = None, *, output_type: Mapping[str, Any]) -> Any: ...
+    async def run(
+        self, prompt: str | Mapping[str, Any] | None = None, *, output_type: Mapping[str, Any]
+    ) -> Any: ...
 
     async def run(self, prompt: str | Mapping[str, Any] | None = None, *, output_type: Any = None) -> Any:
         """Queue ``prompt`` as a follow-up and run turns until no work is owed; the last answer.

@@ -44,7 +44,9 @@ FINAL_DESCRIPTION = (
     "Give your final answer. Call this exactly once, when you are done (after any other tools), "
     "with the answer as the arguments; it ends your turn."
 )
-RETRY_TOOL = "error: the final answer is not valid: {errors}. Call final_answer again with corrected arguments."
+RETRY_TOOL = (
+    "error: the final answer is not valid: {errors}. Call final_answer again with corrected arguments."
+)
 RETRY_TEXT = (
     "[Your reply is not a valid final answer: {errors}. Reply again with only the JSON value "
     "matching the required schema{how}.]"
@@ -55,8 +57,10 @@ _FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n?```\s*$", re.DOTALL)
 
 def _is_pydantic_model(tp: Any) -> bool:
     """A pydantic model class, recognised without importing pydantic."""
-    return isinstance(tp, type) and callable(getattr(tp, "model_json_schema", None)) and hasattr(
-        tp, "model_validate"
+    return (
+        isinstance(tp, type)
+        and callable(getattr(tp, "model_json_schema", None))
+        and hasattr(tp, "model_validate")
     )
 
 
@@ -116,11 +120,14 @@ class OutputSpec:
 
             return cls._make(tp.__name__, schema, build_typed)
         raise ConfigError(
-            f"output_type must be a pydantic model, a dataclass, a TypedDict or a JSON-schema dict, got {tp!r}"
+            "output_type must be a pydantic model, a dataclass, a TypedDict or a JSON-schema dict, "
+            f"got {tp!r}"
         )
 
     @classmethod
-    def _make(cls, name: str, schema: dict[str, Any], build: Callable[[Any], tuple[Any, list[str]]]) -> OutputSpec:
+    def _make(
+        cls, name: str, schema: dict[str, Any], build: Callable[[Any], tuple[Any, list[str]]]
+    ) -> OutputSpec:
         name = re.sub(r"[^A-Za-z0-9_-]+", "_", name)[:64] or "output"
         if schema.get("type") == "object":
             return cls(name, schema, False, build)
@@ -136,7 +143,10 @@ class OutputSpec:
 
     def response_format(self) -> dict[str, Any]:
         """The OpenAI ``response_format`` asking for this schema."""
-        return {"type": "json_schema", "json_schema": {"name": self.name, "schema": self.schema, "strict": False}}
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": self.name, "schema": self.schema, "strict": False},
+        }
 
 
 class _FinalAnswerTool(Tool):
@@ -198,7 +208,9 @@ class OutputRun:
         if self.tool is None:
             return
         if FINAL_TOOL in registry:
-            raise ConfigError(f"a tool named {FINAL_TOOL!r} is registered: it is the final-answer tool's name")
+            raise ConfigError(
+                f"a tool named {FINAL_TOOL!r} is registered: it is the final-answer tool's name"
+            )
         registry.register(self.tool)
         self._added = True
 

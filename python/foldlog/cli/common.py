@@ -42,7 +42,7 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--mcp",
         metavar="FILE",
-        help='MCP servers as tools: a JSON file {"mcpServers": {NAME: {command, args, env} | {url, headers}}}',
+        help='MCP servers as tools: a JSON file {"mcpServers": {NAME: {command, args, env} | {url, ...}}}',
     )
 
 

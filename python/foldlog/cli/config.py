@@ -96,7 +96,11 @@ def read_config_file(path: Path) -> dict[str, Any]:
     values = {k: v for k, v in table.items() if k in _KNOWN}
     if "mcp" in values:
         mcp = values["mcp"]
-        if not isinstance(mcp, dict) or set(mcp) - {"servers"} or not isinstance(mcp.get("servers", {}), dict):
+        if (
+            not isinstance(mcp, dict)
+            or set(mcp) - {"servers"}
+            or not isinstance(mcp.get("servers", {}), dict)
+        ):
             raise ConfigError(f"{path}: [mcp] takes only [mcp.servers.NAME] tables")
         # the servers stay raw here (foldlog.mcp reads them when an agent is made), with the file
         # they came from: relative `cwd` values are relative to its folder

@@ -68,7 +68,9 @@ def server_from_entry(name: str, entry: Any, where: str, base: Path | None = Non
         url = entry["url"]
         if not isinstance(url, str):
             raise ConfigError(f"{here}: url must be a string")
-        return MCPServer.http(url, _strings(entry.get("headers"), f"{here}: headers") or None, name, **timeouts)
+        return MCPServer.http(
+            url, _strings(entry.get("headers"), f"{here}: headers") or None, name, **timeouts
+        )
     raise ConfigError(f"{here} needs a command (stdio) or a url (streamable HTTP)")
 
 

@@ -76,7 +76,9 @@ def _sdk() -> Any:
 
 # The connection whose stdout is being decoded (the SDK's reader task runs in a copy of the
 # context of the task that opened the transport).
-_DECODING: contextvars.ContextVar[_Connection | None] = contextvars.ContextVar("foldlog_mcp_decoding", default=None)
+_DECODING: contextvars.ContextVar[_Connection | None] = contextvars.ContextVar(
+    "foldlog_mcp_decoding", default=None
+)
 BAD_BYTES = "foldlog-mcp-bad-bytes"
 
 
@@ -196,7 +198,9 @@ class _Connection:
         elif getattr(message, "method", None) == "notifications/tools/list_changed":
             self.server.mark_stale()
 
-    async def call(self, name: str, arguments: Mapping[str, Any], timeout: float | None) -> tuple[ToolOutcome, bool]:
+    async def call(
+        self, name: str, arguments: Mapping[str, Any], timeout: float | None
+    ) -> tuple[ToolOutcome, bool]:
         """The call's outcome, and whether the connection dropped."""
         who = f"MCP server {self.server.name!r}"
         fault = self.fault
@@ -214,7 +218,9 @@ class _Connection:
                 if dropped:
                     self.dead = True
                     reason = self.error or _describe(e)
-                    return ToolOutcome(f"error: {who} dropped the connection during {name}: {reason}", True), True
+                    return ToolOutcome(
+                        f"error: {who} dropped the connection during {name}: {reason}", True
+                    ), True
                 return ToolOutcome(f"error: {who} refused {name}: {_describe(e)}", True), False
         work.cancel()
         work.add_done_callback(lambda f: f.cancelled() or f.exception())
@@ -339,7 +345,9 @@ class MCPServer:
 
         _sdk()
         host = re.sub(r"^https?://", "", url).split("/")[0]
-        return cls(name or host, opener, kind="http", describe=url, timeout=timeout, startup_timeout=startup_timeout)
+        return cls(
+            name or host, opener, kind="http", describe=url, timeout=timeout, startup_timeout=startup_timeout
+        )
 
     # --- the Toolset protocol -------------------------------------------------------------
 
