@@ -109,7 +109,10 @@ async def delegate(parent: Agent, prompt: str, *, max_steps: int | None, call_id
     options = dataclasses.replace(
         parent.options, max_steps=child_steps(max_steps, parent.options.max_steps), model=parent.model
     )
-    registry = parent.registry.without(TASK_TOOL)
+    # nor the parent's final-answer tool (a typed run's): the child answers in text
+    from foldlog.agent.output import FINAL_TOOL
+
+    registry = parent.registry.without(TASK_TOOL, FINAL_TOOL)
     sink = NestedSink(parent.emit, call_id)
     return await run_subagent(
         parent.provider, registry, child_session, prompt, options, sink, hooks=parent.hooks
