@@ -151,6 +151,14 @@ def test_an_image_result_is_a_content_block() -> None:
     assert content[0]["image_url"]["url"].startswith("data:image/png;base64,iVBOR")
 
 
+def test_read_only_mcp_calls_run_at_once() -> None:
+    # `meet` answers "met" only when the other call is in flight too: run one after the other,
+    # the first would wait alone (30 s, then "alone")
+    agent = Agent(calls(("meet", {"who": "a"}), ("meet", {"who": "b"})), tools=[fault_server()])
+    agent.run_sync("meet")
+    assert [r["content"] for r in results(agent.session)] == ["a met", "b met"]
+
+
 def test_read_only_mcp_calls_share_a_batch_and_keep_call_order() -> None:
     specs = [("echo", {"text": f"n{i}"}) for i in range(6)]
     agent = Agent(calls(*specs), tools=[fault_server()])

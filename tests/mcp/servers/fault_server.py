@@ -1,10 +1,10 @@
 """A small MCP server (written with the SDK's MCPServer) whose tools misbehave on purpose.
 
-``python fault_server.py [MODE]``: MODE ``serve`` (default) serves; ``nostart`` writes to stderr
-and exits before serving. The tools: ``echo`` (well behaved), ``crash`` (the process dies
-mid-call), ``hang`` (never answers), ``garbage`` (a stdout line that is not JSON-RPC),
-``latin1`` (bytes that are not UTF-8 on stdout), ``flood`` (a huge result and a flood of
-stderr), ``picture`` (an image), ``grow`` (adds a tool and says the list changed).
+``python fault_server.py [MODE]``: MODE ``serve`` (default) serves; ``nostart`` writes to
+stderr and exits before serving. The tools: ``echo`` (well behaved), ``meet`` (answers only when
+two calls are in flight), ``crash`` (the process dies mid-call), ``hang`` (never answers),
+``flood`` (a huge result and a flood of stderr), ``picture`` (an image), ``grow`` (adds a tool
+and says the list changed). (A reply that is not JSON-RPC or not UTF-8: ``raw_server.py``.)
 """
 
 from __future__ import annotations
@@ -35,6 +35,23 @@ def echo(text: str) -> str:
     return text
 
 
+MET = asyncio.Event()
+ARRIVED: list[str] = []
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+async def meet(who: str) -> str:
+    """Wait for a second caller: answers "met" only when two calls are in flight at once."""
+    ARRIVED.append(who)
+    if len(ARRIVED) >= 2:
+        MET.set()
+    try:
+        await asyncio.wait_for(MET.wait(), 30)
+    except TimeoutError:
+        return f"{who} alone"
+    return f"{who} met"
+
+
 @server.tool()
 def crash() -> str:
     """Die in the middle of the call."""
@@ -46,22 +63,6 @@ async def hang() -> str:
     """Never answer."""
     await asyncio.sleep(3600)
     return "late"
-
-
-@server.tool()
-async def garbage() -> str:
-    """Answer with a line that is not JSON-RPC (and nothing else)."""
-    os.write(1, b"this line is not JSON-RPC at all\n")
-    await asyncio.sleep(3600)
-    return "never"
-
-
-@server.tool()
-async def latin1() -> str:
-    """Answer with bytes that are not UTF-8 (and nothing else)."""
-    os.write(1, b'{"jsonrpc": "2.0", "caf\xe9": 1}\n')
-    await asyncio.sleep(3600)
-    return "never"
 
 
 @server.tool()
