@@ -21,6 +21,8 @@ from foldlog.errors import (
     InvalidEventError,
     InvalidHookError,
     MaxStepsExceeded,
+    MCPError,
+    OutputValidationError,
     ProviderError,
     ProviderTimeout,
     RunCancelled,
@@ -54,6 +56,8 @@ _LAZY: dict[str, str] = {
     "CompactionResult": "foldlog.compaction.compactor",
     "TokenCount": "foldlog.log.tokens",
     "thaw": "foldlog.log.frozen",
+    # needs the `mcp` extra (its SDK is imported only when a server connects)
+    "MCPServer": "foldlog.mcp.server",
 }
 
 if TYPE_CHECKING:
@@ -64,6 +68,7 @@ if TYPE_CHECKING:
     from foldlog.log.frozen import thaw
     from foldlog.log.session import Session
     from foldlog.log.tokens import TokenCount, Tokenizer, count_tokens
+    from foldlog.mcp.server import MCPServer
     from foldlog.providers import DeepSeek, LocalLlama, OpenAI, OpenAICompatible
     from foldlog.tools.registry import Tool, ToolRegistry, tool
 
@@ -87,10 +92,13 @@ __all__ = [
     "InvalidEventError",
     "InvalidHookError",
     "LocalLlama",
+    "MCPError",
+    "MCPServer",
     "MaxStepsExceeded",
     "OpenAI",
     "OpenAICompatible",
     "Options",
+    "OutputValidationError",
     "ProviderError",
     "ProviderTimeout",
     "RunCancelled",

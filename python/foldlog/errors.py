@@ -139,6 +139,17 @@ class InvariantError(FoldlogError, AssertionError):
     derivation. A bug in foldlog: please report it with the session log."""
 
 
+class OutputValidationError(FoldlogError, ValueError):
+    """The model's final answer did not validate against ``output_type`` after
+    ``Options.output_retries`` retries. ``reply``: the last reply (text, or the final-answer
+    call's arguments); ``errors``: what was wrong with it (one line per failing field)."""
+
+    def __init__(self, message: str, *, reply: str, errors: list[str]) -> None:
+        super().__init__(message)
+        self.reply = reply
+        self.errors = list(errors)
+
+
 class HookError(FoldlogError):
     """An agent hook raised; the turn ended with reason ``error``."""
 
@@ -224,6 +235,16 @@ class CompactionError(FoldlogError):
 # --- settings ------------------------------------------------------------------------------
 
 
+class MCPError(FoldlogError, RuntimeError):
+    """An MCP server could not be started or listed (names the server; a start failure carries
+    the tail of its stderr as ``stderr``). A failing *call* is an error result, not this."""
+
+    def __init__(self, message: str, *, server: str, stderr: str = "") -> None:
+        super().__init__(message)
+        self.server = server
+        self.stderr = stderr
+
+
 class ConfigError(FoldlogError, ValueError):
     """A setting that cannot be used: a bad value given to `Options`, a provider, a store or the
     CLI's ``foldlog.toml`` (the message names the setting, and the file when there is one)."""
@@ -253,10 +274,12 @@ __all__ = [
     "InvalidHookError",
     "InvariantError",
     "LocalModelError",
+    "MCPError",
     "MaxStepsExceeded",
     "MessageIndexError",
     "NothingToRunError",
     "OutputExistsError",
+    "OutputValidationError",
     "ParentLogError",
     "ProviderError",
     "ProviderTimeout",

@@ -25,6 +25,7 @@ RANK = {
     "tools": 3,
     "compaction": 3,
     "cost": 3,  # prices and spending: reads usage (providers.base) and logs
+    "mcp": 3,  # MCP servers as toolsets, beside tools/ (which it uses)
     "agent": 4,
     "interchange": 5,
     "telemetry": 5,  # spans from a session's events, live (an agent) or replayed

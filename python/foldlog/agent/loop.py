@@ -13,10 +13,11 @@ import dataclasses
 import inspect
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from foldlog.agent.inbox import Inbox
 from foldlog.agent.options import Options
+from foldlog.agent.output import OutputRun
 from foldlog.agent.recorder import Reply, StepRecorder
 from foldlog.agent.request import HookedProvider, Params, Requests, read_stream
 from foldlog.compaction.compactor import Compactor
@@ -58,8 +59,10 @@ if TYPE_CHECKING:
     from foldlog.log.session import Session
     from foldlog.providers.base import Provider, ToolCall, Usage
     from foldlog.tools.host import ToolOutcome
+    from foldlog.tools.toolset import Toolset
 
 _log = logging.getLogger("foldlog.agent")
+T = TypeVar("T")
 
 CONTINUE_PROMPT = "[The previous reply was cut off by a network error. Continue exactly where it stopped.]"
 GRACE_PROMPT = (
@@ -92,7 +95,7 @@ class Agent:
     def __init__(
         self,
         provider: Provider,
-        tools: ToolRegistry | Iterable[Tool | Callable[..., Any]] | None = None,
+        tools: ToolRegistry | Iterable[Tool | Callable[..., Any] | Toolset] | None = None,
         session: Session | None = None,
         options: Options | None = None,
         sink: Callable[[Any], Any] | None = None,
@@ -134,6 +137,7 @@ class Agent:
         self._cancel_requested = False
         self.last_usage: Usage | None = None
         self.last_prompt_tokens: int | None = None
+        self._output: OutputRun | None = None  # the typed answer of the run (`output_type`)
 
     # --- public API ------------------------------------------------------------------------
 
@@ -199,8 +203,18 @@ class Agent:
             loop.call_soon_threadsafe(do)
         return True
 
-    def run_sync(self, prompt: str | Mapping[str, Any] | None = None) -> str:
-        """``run`` for plain scripts (starts and closes its own event loop)."""
+    @overload
+    def run_sync(self, prompt: str | Mapping[str, Any] | None = None) -> str: ...
+    @overload
+    def run_sync(self, prompt: str | Mapping[str, Any] | None = None, *, output_type: type[T]) -> T: ...
+    @overload
+    def run_sync(
+        self, prompt: str | Mapping[str, Any] | None = None, *, output_type: Mapping[str, Any]
+    ) -> Any: ...
+
+    def run_sync(self, prompt: str | Mapping[str, Any] | None = None, *, output_type: Any = None) -> Any:
+        """``run`` for plain scripts (starts and closes its own event loop, and with it the
+        connections of the agent's MCP servers)."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -210,10 +224,29 @@ class Agent:
             raise AgentBusyError(
                 "Agent.run_sync() cannot be called from a running event loop; use await agent.run()"
             )
-        return asyncio.run(self.run(prompt))
 
-    async def run(self, prompt: str | Mapping[str, Any] | None = None) -> str:
-        """Queue ``prompt`` as a follow-up and run turns until no work is owed; the last answer."""
+        async def run_and_close() -> Any:
+            try:
+                return await self.run(prompt, output_type=output_type)
+            finally:
+                await self.registry.aclose()
+
+        return asyncio.run(run_and_close())
+
+    @overload
+    async def run(self, prompt: str | Mapping[str, Any] | None = None) -> str: ...
+    @overload
+    async def run(self, prompt: str | Mapping[str, Any] | None = None, *, output_type: type[T]) -> T: ...
+    @overload
+    async def run(
+        self, prompt: str | Mapping[str, Any] | None = None, *, output_type: Mapping[str, Any]
+    ) -> Any: ...
+
+    async def run(self, prompt: str | Mapping[str, Any] | None = None, *, output_type: Any = None) -> Any:
+        """Queue ``prompt`` as a follow-up and run turns until no work is owed; the last answer.
+
+        ``output_type`` (a pydantic model, dataclass, TypedDict or JSON-schema dict): the answer
+        is validated and returned as that type (docs/output.md)."""
         if self._task is not None:
             raise AgentBusyError("this agent is already running; use followup()/steer() to add input")
         if prompt is not None:
@@ -225,11 +258,21 @@ class Agent:
         self.inbox.bind(self._loop)
         self._cancel_requested = False
         self.hooks.notify_status("running")
-        answer = ""
+        answer: Any = ""
         try:
+            # typed output (agent/output.py): the final-answer tool or the native schema
+            if output_type is not None:
+                self._output = OutputRun.start(output_type, self.provider, self.options.output_retries)
+                self._output.install(self.registry)
+            await self.registry.prepare()  # MCP servers: listed when the run starts
             while self.inbox.has_work():
                 answer = await self._turn_loop()
+            if self._output is not None:
+                answer = self._output.result()
         finally:
+            if self._output is not None:
+                self._output.uninstall(self.registry)
+                self._output = None
             self._task = None
             self._cancel_requested = False
             if self.options.release_when_idle and not self.inbox.has_work():
@@ -281,6 +324,8 @@ class Agent:
                     rec.user(m)
                 if grace:
                     rec.user({"role": "user", "content": GRACE_PROMPT, "source": "grace"})
+                if self._output is not None:
+                    self._output.write_pending(rec)
                 steps_used += 1
                 st, stream_retries = await self._request(
                     turn, step, not (grace or answer_now), stream_retries
@@ -303,6 +348,8 @@ class Agent:
                     await self._run_tools(turn, step, calls)
                     answer_now = answer_now or self._runner.refused_repeat
                     rec.close_step()
+                    if self._output is not None and self._output_settled(turn, step):
+                        raise _TurnEnd("completed")
                     await self._maybe_compact()
                     limit = self.options.max_steps
                     if limit is not None and steps_used >= limit:
@@ -312,6 +359,8 @@ class Agent:
                     continue
                 rec.close_step()
                 answer = content
+                if self._output is not None and not self._output_answer(turn, step, content):
+                    continue  # not valid: the retry message goes into the next step
                 await self._turn_stopping(turn, answer)
                 if self.inbox.has_steering():
                     continue
@@ -348,6 +397,28 @@ class Agent:
             rec.close_step()
             rec.end_turn(turn, "error", {"message": f"{type(e).__name__}: {e}"}, f"{type(e).__name__}: {e}")
             raise
+
+    # --- typed output (the rules are in agent/output.py) -----------------------------------
+
+    def _output_settled(self, turn: int, step: int) -> bool:
+        """After a tool batch: whether the final-answer tool accepted an answer (raises when
+        its retries ran out)."""
+        out = self._output
+        assert out is not None
+        if out.failure is not None:
+            raise out.failure
+        if not out.accepted:
+            return False
+        out.record(self._rec, turn, step, out.value)
+        return True
+
+    def _output_answer(self, turn: int, step: int, content: str) -> bool:
+        out = self._output
+        assert out is not None
+        if out.answer_text(content):
+            out.record(self._rec, turn, step, out.value)
+            return True
+        return False
 
     async def _pre_step(self, turn: int, step: int, claimed: list[dict[str, Any]]) -> list[dict[str, Any]]:
         hooks = self.hooks.pre_step_hooks
@@ -400,6 +471,8 @@ class Agent:
     async def _request_params(self, turn: int, step: int) -> Params:
         o = self.options
         params = {"model": self._model, "max_tokens": o.max_tokens, "temperature": o.temperature}
+        if self._output is not None:
+            params.update(self._output.params())  # the native JSON schema (`response_format`)
         if self.hooks.request_hooks:
             ctx = RequestContext(self, turn, step, self.session.derive_messages(), params)
 
@@ -419,6 +492,7 @@ class Agent:
                 self._rec.close_step()
                 raise _TurnEnd("budget", {k: v for k, v in over.items() if k != "message"}, over["message"])
             params = await self._request_params(turn, step)
+            await self.registry.prepare()  # an MCP server's tools changed: listed again
             tools = self.registry.schemas() if offer_tools and len(self.registry) else ()
             self._requests.log_header(self._rec, params, tools)
             await self._flush()

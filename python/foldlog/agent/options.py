@@ -59,6 +59,9 @@ class Options(CompactionOptions):
     # is raised. A cost limit needs a priced model (checked when the agent is made). None: unbounded.
     cost_limit: float | None = None
     token_budget: int | None = None
+    # typed output (`Agent.run(output_type=…)`): replies that do not validate sent back to the
+    # model, naming the failing fields, before `OutputValidationError` (docs/output.md)
+    output_retries: int = 2
 
     def __post_init__(self) -> None:
         if self.max_steps is not None and self.max_steps < 1:
@@ -73,6 +76,8 @@ class Options(CompactionOptions):
             )
         if self.tool_timeout is not None and self.tool_timeout <= 0:
             raise ConfigError(f"Options.tool_timeout must be > 0 or None, got {self.tool_timeout}")
+        if self.output_retries < 0:
+            raise ConfigError(f"Options.output_retries must be >= 0, got {self.output_retries}")
         CompactionOptions.__post_init__(self)  # (zero-argument super() fails in a slots dataclass)
 
     @property

@@ -132,7 +132,10 @@ async def delegate(parent: Agent, prompt: str, *, max_steps: int | None, call_id
         cost_limit=cost_left,
         token_budget=tokens_left,
     )
-    registry = parent.registry.without(TASK_TOOL)
+    # nor the parent's final-answer tool (a typed run's): the child answers in text
+    from foldlog.agent.output import FINAL_TOOL
+
+    registry = parent.registry.without(TASK_TOOL, FINAL_TOOL)
     sink = NestedSink(parent.emit, call_id)
     children: list[Agent] = []
 

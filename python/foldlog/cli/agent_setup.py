@@ -104,11 +104,33 @@ def open_session(cfg: Config, ref: str | None, continue_latest: bool, workspace:
     return Session.open(folder, system=system)
 
 
-def make_tools(workspace: Path, *, bash: bool, write: bool = True) -> list[Any]:
+def make_tools(
+    workspace: Path, *, bash: bool, write: bool = True, mcp_servers: list[Any] | None = None
+) -> list[Any]:
+    """The built-in tools, and the MCP servers (each stands for its tools)."""
     from foldlog.tools.builtin import builtin_tools
 
     tools: list[Any] = builtin_tools(workspace, write=write, bash=bash)
-    return tools
+    return tools + list(mcp_servers or ())
+
+
+def make_mcp_servers(cfg: Config, mcp_file: str | None) -> list[Any]:
+    """The MCP servers of ``foldlog.toml`` (``[mcp.servers.NAME]``) and of ``--mcp FILE``
+    (which wins for a name both give)."""
+    servers: dict[str, Any] = {}
+    table = cfg.get("mcp")
+    if table and table.get("servers"):
+        from foldlog.mcp.config import servers_from_mapping
+
+        config_file = Path(table["file"])
+        for s in servers_from_mapping(table["servers"], str(config_file), config_file.parent):
+            servers[s.name] = s
+    if mcp_file:
+        from foldlog.mcp.config import load_mcp_file
+
+        for s in load_mcp_file(mcp_file):
+            servers[s.name] = s
+    return [servers[n] for n in sorted(servers)]
 
 
 def make_options(cfg: Config) -> Options:

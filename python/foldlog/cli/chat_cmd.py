@@ -29,6 +29,7 @@ HELP = [
     ("/resume [ID]", "switch to a session (default: the most recent other one)"),
     ("/sessions", "list recent sessions"),
     ("/model NAME", "use another model from the next request on"),
+    ("/tools", "list the tools, with the MCP server of each"),
     ("/tokens", "token usage and cost so far"),
     ("/cost", "what the session cost: by kind of token, per turn, per sub-agent"),
     ("/export PATH", "write the conversation as an OpenAI messages JSON file"),
@@ -129,6 +130,7 @@ class Chat:
         self.session: Any = None
         self.agent: Any = None
         self.turn_running = False
+        self.mcp_servers: list[Any] = []  # made once, shared by the agent of every session
 
     # --- session lifecycle -------------------------------------------------------------------
 
@@ -142,9 +144,8 @@ class Chat:
         workspace = workspace_of(self.cfg)
         options = make_options(self.cfg)
         options.model = self.model
-        self.agent = Agent(
-            self.provider, make_tools(workspace, bash=self.args.bash), session, options, self.sink
-        )
+        tools = make_tools(workspace, bash=self.args.bash, mcp_servers=self.mcp_servers)
+        self.agent = Agent(self.provider, tools, session, options, self.sink)
         turns = sum(1 for ev in session.events if ev["type"] == "turn/start")
         self.out.print(f"session {session.id} · {turns} turn(s) · {session.path}", style="dim")
 
@@ -174,6 +175,7 @@ class Chat:
             "/resume": self.c_resume,
             "/sessions": self.c_sessions,
             "/model": self.c_model,
+            "/tools": self.c_tools,
             "/compact": self.c_compact,
             "/export": self.c_export,
         }
@@ -186,6 +188,18 @@ class Chat:
     async def c_help(self, _: str) -> None:
         for cmd, text in HELP:
             self.out.print(f"  {cmd:<18} {text}")
+
+    async def c_tools(self, _: str) -> None:
+        registry = self.agent.registry
+        try:
+            await registry.prepare()  # the MCP servers' tools (listed when the first turn runs)
+        except Exception as e:
+            self.out.print(f"{type(e).__name__}: {e}", style="yellow")
+        for t in registry:
+            owner = registry.owner(t.name)
+            where = f"MCP {owner}" if owner else "built-in"
+            flag = " (read-only)" if t.read_only else ""
+            self.out.print(f"  {t.name:<28} {where}{flag}")
 
     async def c_quit(self, _: str) -> bool:
         return False
@@ -291,8 +305,9 @@ class Chat:
             pass
 
     async def main(self) -> int:
-        from foldlog.cli.agent_setup import make_provider
+        from foldlog.cli.agent_setup import make_mcp_servers, make_provider
 
+        self.mcp_servers = make_mcp_servers(self.cfg, self.args.mcp)
         self.provider = make_provider(self.cfg)
         self.model = self.cfg.get("model") or self.provider.model
         try:
@@ -314,6 +329,8 @@ class Chat:
         finally:
             if self.session is not None:
                 self.session.close()
+            for server in self.mcp_servers:
+                await server.aclose()
             await self.provider.aclose()
         return EXIT_OK
 

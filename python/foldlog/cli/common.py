@@ -48,6 +48,11 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--token-budget", type=int, metavar="N", help="stop the session before it uses more tokens"
     )
+    p.add_argument(
+        "--mcp",
+        metavar="FILE",
+        help='MCP servers as tools: a JSON file {"mcpServers": {NAME: {command, args, env} | {url, ...}}}',
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> Config:

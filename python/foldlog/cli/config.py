@@ -16,6 +16,10 @@ Keys read from ``foldlog.toml`` (all optional)::
     workspace = "."
     show_reasoning = false
 
+    [mcp.servers.time]          # MCP servers as tools (needs `foldlog[mcp]`; docs/mcp.md)
+    command = "mcp-server-time"
+    args = ["--local-timezone", "UTC"]
+
 Relative paths in a file are relative to that file's folder.
 """
 
@@ -43,6 +47,7 @@ _KNOWN = {
     "show_reasoning",
     "cost_limit",
     "token_budget",
+    "mcp",
 }
 
 
@@ -91,6 +96,17 @@ def read_config_file(path: Path) -> dict[str, Any]:
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(_KNOWN))})")
     values = {k: v for k, v in table.items() if k in _KNOWN}
+    if "mcp" in values:
+        mcp = values["mcp"]
+        if (
+            not isinstance(mcp, dict)
+            or set(mcp) - {"servers"}
+            or not isinstance(mcp.get("servers", {}), dict)
+        ):
+            raise ConfigError(f"{path}: [mcp] takes only [mcp.servers.NAME] tables")
+        # the servers stay raw here (foldlog.mcp reads them when an agent is made), with the file
+        # they came from: relative `cwd` values are relative to its folder
+        values["mcp"] = {"servers": mcp.get("servers", {}), "file": str(path)}
     for key in _PATH_KEYS & set(values):
         if not isinstance(values[key], str):
             raise ConfigError(f"{path}: {key} must be a string path")

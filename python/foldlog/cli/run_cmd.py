@@ -19,11 +19,17 @@ def add_parser(verbs: Any) -> None:
     run.add_argument("prompt", help="the prompt ('-' reads it from stdin)")
     add_agent_options(run)
     run.add_argument("--json", action="store_true", help="print one JSON object per event, then a result")
+    run.add_argument(
+        "--output-schema",
+        metavar="FILE.json",
+        help="the answer must be JSON valid for this JSON schema; prints the validated JSON",
+    )
     run.set_defaults(func=cmd_run)
 
 
-async def drive(agent: Any, prompt: str | None) -> tuple[str, int, str | None]:
-    """Run one prompt; Ctrl-C cancels the turn. Returns (answer, exit code, error text)."""
+async def drive(agent: Any, prompt: str | None, output_type: Any = None) -> tuple[Any, int, str | None]:
+    """Run one prompt; Ctrl-C cancels the turn. Returns (answer, exit code, error text); with
+    ``output_type`` the answer is the validated value."""
     from foldlog.errors import FoldlogError, MaxStepsExceeded, RunCancelled
 
     loop = asyncio.get_running_loop()
@@ -34,6 +40,8 @@ async def drive(agent: Any, prompt: str | None) -> tuple[str, int, str | None]:
     except (NotImplementedError, RuntimeError):  # not the main thread, or Windows
         pass
     try:
+        if output_type is not None:
+            return await agent.run(prompt, output_type=output_type), EXIT_OK, None
         return await agent.run(prompt), EXIT_OK, None
     except MaxStepsExceeded as exc:
         return "", EXIT_MAX_STEPS, str(exc) or "max steps reached"
@@ -72,28 +80,44 @@ def force_first_tool(agent: Any, name: str | None) -> None:
 
 async def _main(args: argparse.Namespace, prompt: str) -> int:
     from foldlog.agent import Agent
-    from foldlog.cli.agent_setup import make_options, make_provider, make_tools, open_session, workspace_of
+    from foldlog.cli.agent_setup import (
+        make_mcp_servers,
+        make_options,
+        make_provider,
+        make_tools,
+        open_session,
+        workspace_of,
+    )
 
     cfg = config_from_args(args)
     workspace = workspace_of(cfg)
     options = make_options(cfg)
+    schema = read_schema(args.output_schema) if args.output_schema else None
+    servers = make_mcp_servers(cfg, args.mcp)
     provider = make_provider(cfg)
     sink = LiveSink(
         json_mode=args.json,
+        # with --output-schema stdout gets the validated JSON only (streamed text goes to stderr)
+        out=sys.stderr if schema is not None and not args.json else None,
         show_reasoning=bool(cfg.get("show_reasoning")),
         requests_sent=lambda: getattr(provider, "requests_sent", None),
     )
     try:
         session = open_session(cfg, args.session, args.continue_latest, workspace)
         try:
-            agent = Agent(provider, make_tools(workspace, bash=args.bash), session, options, sink)
+            tools = make_tools(workspace, bash=args.bash, mcp_servers=servers)
+            agent = Agent(provider, tools, session, options, sink)
             force_first_tool(agent, args.force_tool)
-            answer, code, error = await drive(agent, prompt)
+            answer, code, error = await drive(agent, prompt, schema)
             session.flush()
         finally:
             session.close()
     finally:
+        for server in servers:
+            await server.aclose()
         await provider.aclose()
+    if schema is not None and code == EXIT_OK:
+        answer = json.dumps(answer, ensure_ascii=False)
     sink.finish()
     if args.json:
         result = {
@@ -108,11 +132,27 @@ async def _main(args: argparse.Namespace, prompt: str) -> int:
         }
         print(json.dumps(result, ensure_ascii=False))
     else:
+        if schema is not None and code == EXIT_OK:
+            print(answer)
         if error:
             sink.note(f"foldlog: {'stopped' if code == EXIT_MAX_STEPS else 'error'}: {error}")
         sink.note(sink.usage_line(currency_of(agent)))
         sink.note(f"session: {session.id} ({session.path})")
     return code
+
+
+def read_schema(path: str) -> dict[str, Any]:
+    """The JSON schema of ``--output-schema`` (a JSON object)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            schema = json.load(fh)
+    except OSError as e:
+        raise UsageError(f"--output-schema {path}: cannot read: {e.strerror or e}") from None
+    except ValueError as e:
+        raise UsageError(f"--output-schema {path}: not valid JSON: {e}") from None
+    if not isinstance(schema, dict):
+        raise UsageError(f"--output-schema {path}: a JSON schema is a JSON object")
+    return schema
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -100,6 +100,7 @@ class LocalLlama:
     """
 
     content_types = TEXT_ONLY  # Gemma 3 270M reads text only
+    structured_output = True  # `response_format` json_schema becomes the answer's grammar
 
     def __init__(
         self,
@@ -202,13 +203,17 @@ class LocalLlama:
         """What the reply may be: an answer, a call of an offered tool, or either."""
         choice = _tool_choice(request)
         if not request.tools or choice == "none":
-            return reply_grammar((), call=False)
+            return self._grammar_of(request, (), call=False)
         if choice == "required":
-            return reply_grammar(request.tools, answer=False)
+            return self._grammar_of(request, request.tools, answer=False)
         if isinstance(choice, Mapping):
             name = str((choice.get("function") or {}).get("name") or choice.get("name") or "")
-            return reply_grammar(request.tools, answer=False, only=name)
-        return reply_grammar(request.tools)
+            return self._grammar_of(request, request.tools, answer=False, only=name)
+        return self._grammar_of(request, request.tools)
+
+    def _grammar_of(self, request: Request, tools: Sequence[Mapping[str, Any]], **kinds: Any) -> str:
+        """`reply_grammar` with the request's ``response_format`` JSON schema for answers."""
+        return reply_grammar(tools, answer_schema=answer_schema(request), **kinds)
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk]:
         """One model turn: answer text as it is decoded, or one tool call; then usage and done.
@@ -226,13 +231,13 @@ class LocalLlama:
             raise ProviderError(f"cannot build the local model's prompt: {e}") from e
         if _tool_choice(request) == "auto" and request.tools and asks_now(request.messages):
             if await asyncio.to_thread(self._wants_call, engine, request, prompt):
-                grammar = reply_grammar(request.tools, answer=False)
+                grammar = self._grammar_of(request, request.tools, answer=False)
             else:
-                grammar = reply_grammar((), call=False)
+                grammar = self._grammar_of(request, (), call=False)
         elif _tool_choice(request) == "auto" and request.tools and failed_last(request.messages):
             # after an error the model answers with the error far too often: it tries another call
             # (the same call again is refused below, and the agent's loop guard bounds the rest)
-            grammar = reply_grammar(request.tools, answer=False)
+            grammar = self._grammar_of(request, request.tools, answer=False)
         spent: Usage | None = None
         streamed = False
         gen: Generation | None = None
@@ -252,7 +257,7 @@ class LocalLlama:
                     and already_called(request.messages, *call)
                     and _tool_choice(request) == "auto"
                 ):
-                    grammar = reply_grammar((), call=False)
+                    grammar = self._grammar_of(request, (), call=False)
                     continue
                 self._calls += 1
                 call_id = f"call_{self._calls}_{uuid.uuid4().hex[:8]}"
@@ -274,6 +279,8 @@ class LocalLlama:
         call line is held back), then the :class:`Generation`."""
         temperature = request.temperature if request.temperature is not None else self.temperature
         max_tokens = request.max_tokens or self.max_tokens
+        # a JSON answer ends with its grammar, not by the free-text end-of-turn rule
+        structured = answer_schema(request) is not None
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[str | None] = asyncio.Queue()
         cancel = threading.Event()
@@ -292,8 +299,8 @@ class LocalLlama:
                     seed=self.seed,
                     cancel=cancel,
                     on_text=on_text,
-                    end_when=self._answer_ends,
-                    stop_texts=ANSWER_STOPS,
+                    end_when=None if structured else self._answer_ends,
+                    stop_texts=() if structured else ANSWER_STOPS,
                 )
             finally:
                 loop.call_soon_threadsafe(queue.put_nowait, None)
@@ -371,6 +378,15 @@ def _logsumexp(values: Any) -> float:
 
     top = float(values.max())
     return top + float(np.log(np.exp(values - top).sum()))
+
+
+def answer_schema(request: Request) -> Mapping[str, Any] | None:
+    """The JSON schema of ``response_format`` ``{"type": "json_schema"}``, if the request has one."""
+    fmt = request.params.get("response_format")
+    if not isinstance(fmt, Mapping) or fmt.get("type") != "json_schema":
+        return None
+    schema = (fmt.get("json_schema") or {}).get("schema")
+    return schema if isinstance(schema, Mapping) else None
 
 
 def _tool_choice(request: Request) -> Any:

@@ -19,6 +19,7 @@ class OpenAI(OpenAICompatible):
     content_types = CHAT_COMPLETIONS
     #: the provider id `genai-prices` prices this API's requests under (foldlog.cost)
     price_provider = "openai"
+    structured_output = True  # `response_format` json_schema (Structured Outputs)
 
     def __init__(
         self,

@@ -74,10 +74,17 @@ class OpenAICompatible:
     ``max_connections`` sizes the connection pool (requests in flight at once; a given
     ``transport`` brings its own pool).
     Passing either bound raises :class:`StreamProtocolError` at once, without retrying.
+
+    ``structured_output``: the endpoint takes ``response_format`` ``{"type": "json_schema"}``
+    (OpenAI, llama.cpp's server, vLLM): a typed run (``Agent.run(output_type=…)``) then sends its
+    schema there instead of offering a final-answer tool (docs/output.md). Off by default: many
+    compatible endpoints ignore or reject it.
     """
 
     #: block types the endpoint takes (a subclass declares its model's; ``None``: anything)
     content_types: frozenset[str] | None = TEXT_AND_IMAGES
+    #: the endpoint honours ``response_format`` json_schema (a capability; see docs/output.md)
+    structured_output: bool = False
 
     def __init__(
         self,
@@ -100,7 +107,10 @@ class OpenAICompatible:
         max_line_bytes: int | None = MAX_LINE_BYTES,
         max_noise_bytes: int | None = MAX_NOISE_BYTES,
         max_connections: int = MAX_CONNECTIONS,
+        structured_output: bool | None = None,
     ) -> None:
+        if structured_output is not None:
+            self.structured_output = bool(structured_output)
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
             raise ConfigError(f"base_url must be an http(s) URL, got {base_url!r}")
         if not model:

@@ -55,10 +55,16 @@ def _rule_name(name: str, taken: set[str]) -> str:
 
 
 def reply_grammar(
-    tools: Sequence[Mapping[str, Any]], *, call: bool = True, answer: bool = True, only: str | None = None
+    tools: Sequence[Mapping[str, Any]],
+    *,
+    call: bool = True,
+    answer: bool = True,
+    only: str | None = None,
+    answer_schema: Mapping[str, Any] | None = None,
 ) -> str:
     """The grammar of one reply. ``call``/``answer``: which kinds are allowed; ``only``: the one
-    tool a call must name."""
+    tool a call must name; ``answer_schema``: an answer is JSON valid for this schema (a typed
+    run's ``response_format``) instead of free text."""
     from llama_cpp import llama_grammar
 
     # llama-cpp-python's converter is untyped
@@ -75,14 +81,13 @@ def reply_grammar(
         call = False
     roots = []
     rules = [f"any ::= {ANY_CHAR}"]
+    # arguments in the order the tools list them (required first), as the prompt shows them
+    order: dict[str, int] = {}
+    for params in [f.get("parameters") or {} for f in (fns if call else ())] + [answer_schema or {}]:
+        for key in [*(params.get("required") or ()), *(params.get("properties") or {})]:
+            order.setdefault(str(key), len(order))
+    converter = SchemaConverter(prop_order=order, allow_fetch=False, dotall=False, raw_pattern=False)
     if call:
-        # arguments in the order the tools list them (required first), as the prompt shows them
-        order: dict[str, int] = {}
-        for fn in fns:
-            params = fn.get("parameters") or {}
-            for key in [*(params.get("required") or ()), *(params.get("properties") or {})]:
-                order.setdefault(str(key), len(order))
-        converter = SchemaConverter(prop_order=order, allow_fetch=False, dotall=False, raw_pattern=False)
         taken: set[str] = set()
         alts = []
         for fn in fns:
@@ -91,9 +96,15 @@ def reply_grammar(
             converter.visit(converter.resolve_refs(schema, f"tool {fn['name']}"), rule)
             alts.append(f"{gbnf_literal(str(fn['name']) + ' ')} {rule}")
         rules.append(f"call ::= {gbnf_literal(CALL)} ({' | '.join(alts)})")
-        rules.append(re.sub(r"(?m)^char ::= .*$", lambda _: JSON_CHAR, converter.format_grammar()))
         roots.append("call")
-    if answer:
+    if answer and answer_schema is not None:
+        schema = json.loads(json.dumps(answer_schema))
+        converter.visit(converter.resolve_refs(schema, "the answer schema"), "answer-json")
+        rules.append("answer ::= answer-json")
+        roots.append("answer")
+    elif answer:
         rules.append(f"answer ::= {_not_starting_with(CALL.strip())}")
         roots.append("answer")
+    if call or answer_schema is not None:
+        rules.append(re.sub(r"(?m)^char ::= .*$", lambda _: JSON_CHAR, converter.format_grammar()))
     return f"root ::= {' | '.join(roots)}\n" + "\n".join(rules) + "\n"

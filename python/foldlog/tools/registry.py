@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import types
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union, get_args, get_origin, overload
 
 from foldlog.errors import ConfigError
 from foldlog.tools.host import ToolContext
 from foldlog.tools.schema import SchemaError, convert, function_schema, parse_docstring, validate
+from foldlog.tools.toolset import Toolset
 
 _NAME_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
@@ -124,24 +126,106 @@ def tool(
 
 
 class ToolRegistry:
-    """Tools by name; schemas sorted by name and cached so the prompt prefix stays byte-stable."""
+    """Tools by name; schemas sorted by name and cached so the prompt prefix stays byte-stable.
 
-    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
+    Besides tools and typed functions it takes :class:`~foldlog.tools.toolset.Toolset` objects
+    (MCP servers), whose tools join when the registry is prepared (`prepare`, which the agent
+    awaits when a run starts and before each request). A toolset's tool keeps its own name
+    unless another toolset or an own tool offers the same name: then it is named
+    ``<toolset>__<tool>``."""
+
+    def __init__(self, tools: Iterable[Tool | Callable[..., Any] | Toolset] = ()) -> None:
+        self._own: dict[str, Tool] = {}
         self._tools: dict[str, Tool] = {}
+        self._owners: dict[str, str] = {}  # tool name -> its toolset's name
+        self._sets: list[Toolset] = []
+        self._listed: dict[int, Sequence[Tool]] = {}  # id(toolset) -> its last listing
         self._schemas: tuple[dict[str, Any], ...] | None = None
         for t in tools:
-            self.register(t)
+            if isinstance(t, Toolset) and not isinstance(t, Tool):
+                self.add_toolset(t)
+            else:
+                self.register(t)
 
     def register(self, t: Tool | Callable[..., Any]) -> Tool:
         if not isinstance(t, Tool):
             if not callable(t):
-                raise SchemaError(f"not a tool or function: {t!r}")
+                raise SchemaError(f"not a tool, function or toolset: {t!r}")
             t = make_tool(t)
-        if t.name in self._tools:
+        if t.name in self._own:
             raise ConfigError(f"a tool named {t.name!r} is already registered")
-        self._tools[t.name] = t
-        self._schemas = None
+        self._own[t.name] = t
+        self._merge()
         return t
+
+    def unregister(self, name: str) -> Tool | None:
+        """Remove an own tool (not a toolset's); the tool, or ``None`` when there was none."""
+        t = self._own.pop(name, None)
+        if t is not None:
+            self._merge()
+        return t
+
+    def add_toolset(self, toolset: Toolset) -> None:
+        if any(s is toolset for s in self._sets):
+            raise ConfigError(f"toolset {toolset.name!r} is already in this registry")
+        if any(s.name == toolset.name for s in self._sets):
+            raise ConfigError(f"two toolsets are named {toolset.name!r}: give one another name")
+        self._sets.append(toolset)
+
+    @property
+    def toolsets(self) -> tuple[Toolset, ...]:
+        return tuple(self._sets)
+
+    @property
+    def needs_prepare(self) -> bool:
+        """Whether a toolset was never listed or says its tools changed."""
+        return any(id(s) not in self._listed or s.stale for s in self._sets)
+
+    async def prepare(self) -> None:
+        """List the toolsets not listed yet and those whose tools changed (cheap when none)."""
+        if not self._sets or not self.needs_prepare:
+            return
+        for s in self._sets:
+            if id(s) not in self._listed or s.stale:
+                self._listed[id(s)] = tuple(await s.list_tools())
+        self._merge()
+
+    async def aclose(self) -> None:
+        """Close every toolset's connection (the tools stay listed; a later `prepare` lists the
+        toolsets that say their tools may have changed, opening them again)."""
+        for s in self._sets:
+            await s.aclose()
+
+    def owner(self, name: str) -> str | None:
+        """The name of the toolset that offers tool ``name`` (``None``: an own tool)."""
+        return self._owners.get(name)
+
+    def _merge(self) -> None:
+        counts: dict[str, int] = {}
+        for name in self._own:
+            counts[name] = counts.get(name, 0) + 1
+        for s in self._sets:
+            for t in self._listed.get(id(s), ()):
+                counts[t.name] = counts.get(t.name, 0) + 1
+        merged = dict(self._own)
+        owners: dict[str, str] = {}
+        for s in self._sets:
+            for t in self._listed.get(id(s), ()):
+                name = t.name if counts[t.name] == 1 else f"{s.name}__{t.name}"[:64]
+                if name in merged:
+                    raise ConfigError(
+                        f"toolset {s.name!r}: tool name {name!r} is offered twice; rename a server or a tool"
+                    )
+                merged[name] = t if name == t.name else dataclasses.replace(t, name=name)
+                owners[name] = s.name
+        old = self._schemas
+        self._tools, self._owners = merged, owners
+        self._schemas = None
+        if old is not None:
+            # the same tools give the same cached tuple (the agent logs a header only on a change)
+            new = self.schemas()
+            if new == old:
+                self._schemas = old
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)

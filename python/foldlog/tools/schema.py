@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import inspect
+import operator
 import re
 import types
 import typing
@@ -218,21 +219,43 @@ _TYPES: dict[str, Callable[[Any], bool]] = {
 
 
 def validate(value: Any, schema: Mapping[str, Any], path: str = "$") -> list[str]:
-    """Every way ``value`` breaks ``schema``, as readable messages (empty when valid)."""
+    """Every way ``value`` breaks ``schema``, as readable messages (empty when valid).
+
+    The keywords the generator emits, plus what hand-written and MCP schemas commonly use:
+    ``type`` lists, ``const``, ``allOf``/``oneOf``, local ``$ref`` (``#/$defs/…``,
+    ``#/definitions/…``), ``minimum``/``maximum`` (and the exclusive ones), ``minLength``/
+    ``maxLength``, ``minItems``/``maxItems`` and ``pattern``. Other keywords are not checked."""
+    return _check(value, schema, path, schema)
+
+
+def _check(value: Any, schema: Mapping[str, Any], path: str, root: Mapping[str, Any]) -> list[str]:
+    if not isinstance(schema, Mapping):
+        return []  # `true` / `false` schemas and junk: nothing checked
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        target = _resolve(ref, root)
+        if target is not None:
+            return _check(value, target, path, root)
     errors: list[str] = []
-    if "anyOf" in schema:
-        options = schema["anyOf"]
-        if not any(not validate(value, s, path) for s in options):
+    if "anyOf" in schema or "oneOf" in schema:
+        options = schema.get("anyOf") or schema.get("oneOf") or ()
+        if not any(not _check(value, s, path, root) for s in options):
             errors.append(f"{path}: {_short(value)} matches none of the allowed types")
+        return errors
+    for sub in schema.get("allOf") or ():
+        errors.extend(_check(value, sub, path, root))
+    if "const" in schema and value != schema["const"]:
+        errors.append(f"{path}: {_short(value)} is not {schema['const']!r}")
         return errors
     if "enum" in schema and value not in schema["enum"]:
         errors.append(f"{path}: {_short(value)} is not one of {schema['enum']}")
         return errors
     t = schema.get("type")
-    if t is not None and not _TYPES[t](value):
-        errors.append(f"{path}: expected {t}, got {_json_type(value)}")
+    kinds = [k for k in (t if isinstance(t, list) else [t]) if isinstance(k, str) and k in _TYPES]
+    if kinds and not any(_TYPES[k](value) for k in kinds):
+        errors.append(f"{path}: expected {' or '.join(kinds)}, got {_json_type(value)}")
         return errors
-    if t == "object":
+    if isinstance(value, dict):
         props = schema.get("properties", {})
         for key in schema.get("required", ()):
             if key not in value:
@@ -240,22 +263,64 @@ def validate(value: Any, schema: Mapping[str, Any], path: str = "$") -> list[str
         extra = schema.get("additionalProperties", True)
         for key, v in value.items():
             if key in props:
-                errors.extend(validate(v, props[key], f"{path}.{key}"))
+                errors.extend(_check(v, props[key], f"{path}.{key}", root))
             elif extra is False:
                 errors.append(f"{path}: unexpected property {key!r}")
             elif isinstance(extra, Mapping):
-                errors.extend(validate(v, extra, f"{path}.{key}"))
-    elif t == "array":
+                errors.extend(_check(v, extra, f"{path}.{key}", root))
+    elif isinstance(value, list):
         prefix = schema.get("prefixItems")
         if prefix is not None:
             if len(value) != len(prefix):
                 errors.append(f"{path}: expected {len(prefix)} items, got {len(value)}")
             for i, (v, s) in enumerate(zip(value, prefix, strict=False)):
-                errors.extend(validate(v, s, f"{path}[{i}]"))
+                errors.extend(_check(v, s, f"{path}[{i}]", root))
         elif "items" in schema:
             for i, v in enumerate(value):
-                errors.extend(validate(v, schema["items"], f"{path}[{i}]"))
+                errors.extend(_check(v, schema["items"], f"{path}[{i}]", root))
+        errors.extend(_bounds(len(value), schema, "minItems", "maxItems", "items", path))
+    elif isinstance(value, str):
+        errors.extend(_bounds(len(value), schema, "minLength", "maxLength", "characters", path))
+        pattern = schema.get("pattern")
+        if isinstance(pattern, str) and re.search(pattern, value) is None:
+            errors.append(f"{path}: {_short(value)} does not match the pattern {pattern!r}")
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        for key, ok, word in _NUMBER_BOUNDS:
+            bound = schema.get(key)
+            if isinstance(bound, int | float) and not isinstance(bound, bool) and not ok(value, bound):
+                errors.append(f"{path}: {value!r} is not {word} {bound!r}")
     return errors
+
+
+_NUMBER_BOUNDS: tuple[tuple[str, Callable[[Any, Any], bool], str], ...] = (
+    ("minimum", operator.ge, "at least"),
+    ("maximum", operator.le, "at most"),
+    ("exclusiveMinimum", operator.gt, "more than"),
+    ("exclusiveMaximum", operator.lt, "less than"),
+)
+
+
+def _bounds(n: int, schema: Mapping[str, Any], low: str, high: str, unit: str, path: str) -> list[str]:
+    out = []
+    lo, hi = schema.get(low), schema.get(high)
+    if isinstance(lo, int) and n < lo:
+        out.append(f"{path}: has {n} {unit}, fewer than {lo}")
+    if isinstance(hi, int) and n > hi:
+        out.append(f"{path}: has {n} {unit}, more than {hi}")
+    return out
+
+
+def _resolve(ref: str, root: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """A local ``$ref`` (``#`` or ``#/a/b``) in ``root``; ``None`` when it cannot be followed."""
+    if not ref.startswith("#"):
+        return None
+    node: Any = root
+    for part in [p for p in ref[1:].split("/") if p]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node if isinstance(node, Mapping) else None
 
 
 def _json_type(v: Any) -> str:

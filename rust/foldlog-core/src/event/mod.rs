@@ -40,6 +40,8 @@ pub const KNOWN_TYPES: &[&str] = &[
     "compaction/start",
     "compaction/summary",
     "compaction/end",
+    // the validated typed answer of a turn (`Agent.run(output_type=…)`, docs/output.md)
+    "output/validated",
 ];
 
 /// Envelope key: the cached counts in `tokens` include an estimate for non-text content.
