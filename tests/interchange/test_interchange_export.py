@@ -62,6 +62,8 @@ def comparable(messages: Sequence[Mapping[str, Any]], target: str) -> list[Any]:
                 continue
             for call in m.get("tool_calls") or []:
                 call["function"]["arguments"] = _arguments(call["function"]["arguments"])
+        if target == "codex" and m.get("role") == "tool":
+            m.pop("is_error", None)  # Codex has no error flag on tool results
         if target == "codex" and out and _plain_reply(m) and _plain_reply(out[-1]):
             # Codex marks where a reply ends only by its usage report: two replies in a row with no
             # usage between them read back as one (docs/interchange.md, Codex); derived messages do

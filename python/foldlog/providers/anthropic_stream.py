@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from foldlog.errors import StreamProtocolError
 from foldlog.providers.base import (
     Chunk,
     Done,
@@ -119,7 +120,7 @@ class MessagesStreamAssembler:
 
     def feed(self, obj: Any, event: str = "message") -> list[Chunk]:
         if not isinstance(obj, Mapping):
-            raise ValueError(f"a stream event must be a JSON object, got {type(obj).__name__}")
+            raise StreamProtocolError(f"a stream event must be a JSON object, got {type(obj).__name__}")
         kind = obj.get("type")
         if not isinstance(kind, str):
             kind = event

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from foldlog.errors import ConfigTypeError
 from foldlog.telemetry.spans import SpanBuilder, tracer_of
 
 
@@ -22,7 +23,7 @@ def _load(session_or_path: Any) -> tuple[Any, Path | None]:
         return session_or_path, Path(path).parent if path else None
     if isinstance(session_or_path, (str, os.PathLike)):
         return Session.load(session_or_path), Path(session_or_path).parent
-    raise TypeError(f"export_session takes a Session or a path, not {type(session_or_path).__name__}")
+    raise ConfigTypeError(f"export_session takes a Session or a path, not {type(session_or_path).__name__}")
 
 
 def _child_id(event: Mapping[str, Any]) -> str | None:

@@ -300,6 +300,8 @@ class SpanBuilder:
             TOOL_TYPE: "function",
             **self._common(),
         }
+        if isinstance(event.get("seq"), int):  # orders spans that start in the same millisecond
+            attrs[SEQ] = event["seq"]
         if self.capture_content and isinstance(data.get("arguments"), str):
             attrs[TOOL_ARGUMENTS] = data["arguments"]
         o = _Open(f"execute_tool {name}" if name else "execute_tool", now, attrs)

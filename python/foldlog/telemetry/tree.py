@@ -18,6 +18,18 @@ class Node:
     children: tuple[Node, ...]
 
 
+def _order(span: Any) -> tuple[int, int, int, str]:
+    """Time order; spans that start in the same millisecond (log times have no finer grain) in
+    the order of the events that made them (``foldlog.seq``), then by end and name."""
+    seq = (span.attributes or {}).get("foldlog.seq")
+    return (
+        int(span.start_time or 0),
+        seq if isinstance(seq, int) else -1,
+        int(span.end_time or 0),
+        span.name,
+    )
+
+
 def span_tree(spans: Iterable[Any]) -> tuple[Node, ...]:
     """The roots of ``spans`` (OpenTelemetry ``ReadableSpan``s), children in time order."""
     spans = list(spans)
@@ -28,7 +40,7 @@ def span_tree(spans: Iterable[Any]) -> tuple[Node, ...]:
         by_parent.setdefault(parent, []).append(s)
 
     def build(parent: int | None) -> tuple[Node, ...]:
-        items = sorted(by_parent.get(parent, []), key=lambda s: (s.start_time, s.end_time, s.name))
+        items = sorted(by_parent.get(parent, []), key=_order)
         return tuple(
             Node(
                 s.name,
