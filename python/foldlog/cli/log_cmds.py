@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 from foldlog.cli.common import config_from_args, console, session_path, surface_tokens
 from foldlog.cli.exits import EXIT_OK, UsageError
 from foldlog.cli.render import print_events, print_messages
-from foldlog.log.frozen import thaw
 
 if TYPE_CHECKING:
     from foldlog.log.session import Session
@@ -22,6 +21,7 @@ if TYPE_CHECKING:
 def add_parser(verbs: Any) -> None:
     """``log show|inspect|repair|import|export``."""
     from foldlog.interchange import FORMATS
+    from foldlog.interchange.exporters import EXPORTERS
 
     log = verbs.add_parser("log", help="show, inspect, repair, import and export session logs")
     log_verbs = log.add_subparsers(dest="log_verb", metavar="ACTION")
@@ -57,7 +57,7 @@ def add_parser(verbs: Any) -> None:
     imp.add_argument("--json", action="store_true", help="print what was written as JSON")
     imp.set_defaults(func=cmd_import)
     exp = log_verbs.add_parser("export", help="write a log's derived messages in another format")
-    exp.add_argument("--to", dest="target_format", required=True, choices=("openai",))
+    exp.add_argument("--to", dest="target_format", required=True, choices=tuple(EXPORTERS))
     exp.add_argument("src", metavar="PATH|ID")
     exp.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     exp.add_argument(
@@ -269,13 +269,15 @@ def _repair_note(repair: Mapping[str, Any]) -> str:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from foldlog.interchange.exporters import export
+
     path = session_path(args.src, config_from_args(args))
     session = _load(path)
-    messages = session.wire_messages() if args.wire else [dict(m) for m in session.derive_messages()]
-    text = json.dumps(thaw(messages), indent=2, ensure_ascii=False) + "\n"
+    data = export(args.target_format, session, wire=args.wire)
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
-        print(f"{args.output}: {len(messages)} messages", file=sys.stderr)
+        Path(args.output).write_bytes(data)
+        count = len(session.wire_messages() if args.wire else session.derive_messages())
+        print(f"{args.output}: {count} messages", file=sys.stderr)
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(data.decode())
     return EXIT_OK

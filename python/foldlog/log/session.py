@@ -416,6 +416,11 @@ class Session:
         """Write the whole log to a new file (atomically: temp file, fsync, rename)."""
         _native.write_file(Path(path), self._core.to_bytes())
 
+    def to_bytes(self) -> bytes:
+        """The whole log as JSONL bytes, as `save` writes it (with the token counts kept so far,
+        so `from_bytes` of them recounts nothing)."""
+        return self._core.to_bytes()
+
     def subscribe(self, fn: Subscriber) -> Callable[[], None]:
         """Call ``fn(event)`` after each event is recorded. Returns a function that unsubscribes.
 
