@@ -26,9 +26,10 @@ RANK = {
     "compaction": 3,
     "agent": 4,
     "interchange": 5,
-    "cli": 6,
-    "__main__": 7,
-    "": 7,  # foldlog/__init__.py: the public API, above everything
+    "batch": 6,
+    "cli": 7,
+    "__main__": 8,
+    "": 8,  # foldlog/__init__.py: the public API, above everything
 }
 
 

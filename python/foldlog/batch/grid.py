@@ -39,10 +39,12 @@ class GridPoint:
 
     def settings(self) -> CompactionSettings:
         """The compactor's settings at this point (the spec's other constants)."""
-        return CompactionSettings(window=self.window, tail_tokens=self.tail_tokens, keep_policy=self.keep_policy)
+        return CompactionSettings(
+            window=self.window, tail_tokens=self.tail_tokens, keep_policy=self.keep_policy
+        )
 
 
-def grid(
+def make_grid(
     windows: Sequence[int] = DEFAULT_WINDOWS,
     tails: Sequence[int] = DEFAULT_TAILS,
     keeps: Sequence[str] = DEFAULT_KEEPS,
@@ -96,11 +98,19 @@ def load_toml(path: str | Path) -> tuple[GridPoint, ...]:
     for key in doc:
         if not isinstance(doc[key], list):
             raise ConfigError(f"grid file {p}: {key} must be a list")
-    return grid(
+    return make_grid(
         doc.get("windows", list(DEFAULT_WINDOWS)),
         doc.get("tail_tokens", list(DEFAULT_TAILS)),
         doc.get("keep_policies", list(DEFAULT_KEEPS)),
     )
 
 
-__all__ = ["DEFAULT_KEEPS", "DEFAULT_TAILS", "DEFAULT_WINDOWS", "GridPoint", "grid", "load_toml", "parse_ints"]
+__all__ = [
+    "DEFAULT_KEEPS",
+    "DEFAULT_TAILS",
+    "DEFAULT_WINDOWS",
+    "GridPoint",
+    "load_toml",
+    "make_grid",
+    "parse_ints",
+]
