@@ -44,7 +44,9 @@ def corpus_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def serial_results(corpus_logs: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
+def serial_results(
+    corpus_logs: Path, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, list[dict[str, Any]]]:
     """The serial engine's rows of each table job over the corpus: what every engine must give."""
     out = tmp_path_factory.mktemp("batch-serial")
     return {

@@ -32,7 +32,11 @@ def test_stats_row_is_the_session_api(corpus_logs: Path) -> None:
         s = Session.load(path)
         stats = s.stats()
         assert row["error"] is None and row["session"] == s.id
-        assert (row["events"], row["turns"], row["steps"]) == (stats["events"], stats["turns"], stats["steps"])
+        assert (row["events"], row["turns"], row["steps"]) == (
+            stats["events"],
+            stats["turns"],
+            stats["steps"],
+        )
         assert row["messages_assistant"] == stats["messages"].get("assistant", 0)
         assert row["tool_calls"] == stats["tool_calls"] and row["compactions"] == stats["compactions"]
         assert row["tokens"] == int(s.token_count(DEFAULT_MODEL)) and row["tokens_exact"] is True
@@ -76,9 +80,17 @@ def test_compact_eval_rows_are_the_compactors_plan_and_mechanical_fold(corpus_lo
         result = asyncio.run(compactor.compact("manual"))
         assert result is not None and result.folded > 0 and result.mechanical
         assert row["error"] is None
-        assert (row["messages"], row["pinned"], row["tail"]) == (preview.messages, preview.pinned, preview.tail)
+        assert (row["messages"], row["pinned"], row["tail"]) == (
+            preview.messages,
+            preview.pinned,
+            preview.tail,
+        )
         assert row["tokens_before"] == preview.tokens_before
-        assert (row["folded"], row["kept"], row["digest_tokens"]) == (result.folded, result.kept, result.digest_tokens)
+        assert (row["folded"], row["kept"], row["digest_tokens"]) == (
+            result.folded,
+            result.kept,
+            result.digest_tokens,
+        )
         assert row["tokens_after"] == result.tokens_after < row["tokens_before"]
         assert row["saved"] == row["tokens_before"] - row["tokens_after"]
         assert row["triggered"] == (row["tokens"] >= point.window * point.settings().compact_ratio)
@@ -99,7 +111,9 @@ def test_compact_eval_reports_an_uneconomic_plan(tmp_path: Path) -> None:
     assert row["skipped"] is not None and row["tokens_after"] == row["tokens_before"]
 
 
-def test_a_failing_session_is_a_row_with_its_error_and_the_job_goes_on(corpus_logs: Path, tmp_path: Path) -> None:
+def test_a_failing_session_is_a_row_with_its_error_and_the_job_goes_on(
+    corpus_logs: Path, tmp_path: Path
+) -> None:
     folder = tmp_path / "logs"
     folder.mkdir()
     good = _largest(corpus_logs, 2)
@@ -116,15 +130,20 @@ def test_a_failing_session_is_a_row_with_its_error_and_the_job_goes_on(corpus_lo
 def test_a_transcript_that_cannot_be_read_is_a_row(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text("[1, 2]\n")
-    report = run_batch("stats", [str(bad)], from_format="claude-code", out=tmp_path / "s.jsonl", engine="serial")
+    report = run_batch(
+        "stats", [str(bad)], from_format="claude-code", out=tmp_path / "s.jsonl", engine="serial"
+    )
     (row,) = report.rows
     assert row["session"] is None and "TranscriptError" in row["error"] and "JSON array" in row["error"]
 
 
 def test_import_writes_the_logs_the_importer_records(tmp_path: Path) -> None:
     from foldlog.interchange import convert
+
     src = corpus_root() / "codex-localpush"
-    report = run_batch("import", [str(src / "*.jsonl")], from_format="codex", out=tmp_path / "logs", engine="serial")
+    report = run_batch(
+        "import", [str(src / "*.jsonl")], from_format="codex", out=tmp_path / "logs", engine="serial"
+    )
     assert report.summary["errors"] == 0 and report.summary["sessions"] == len(list(src.glob("*.jsonl")))
     for row in report.rows:
         (conv,) = convert("codex", row["source"])
@@ -132,7 +151,9 @@ def test_import_writes_the_logs_the_importer_records(tmp_path: Path) -> None:
         assert len(loaded.events) - int(loaded.repair_report.get("events_added", 0)) == len(conv.events)
         assert row["events"] == loaded.stats()["events"]
     assert (tmp_path / "logs" / ".foldlog-batch" / "import.csv").exists()
-    again = run_batch("import", [str(src / "*.jsonl")], from_format="codex", out=tmp_path / "logs", engine="serial")
+    again = run_batch(
+        "import", [str(src / "*.jsonl")], from_format="codex", out=tmp_path / "logs", engine="serial"
+    )
     assert again.ran == 0 and again.skipped == len(report.items)
 
 
@@ -142,7 +163,9 @@ def test_import_refuses_to_overwrite_another_sources_session(tmp_path: Path, cor
     copy = tmp_path / "copy" / first.name
     copy.parent.mkdir()
     copy.write_bytes(first.read_bytes())
-    report = run_batch("import", [str(first), str(copy)], from_format="codex", out=tmp_path / "logs", engine="serial")
+    report = run_batch(
+        "import", [str(first), str(copy)], from_format="codex", out=tmp_path / "logs", engine="serial"
+    )
     assert [r["error"] is None for r in report.rows] == [True, False]
     assert "exists" in report.rows[1]["error"]
 
