@@ -9,16 +9,17 @@ from typing import Any
 import pytest
 
 from foldlog.batch import read_table, run_batch
+from foldlog.batch.jobs import JobName
 from foldlog.cli.main import main
 from tests.batch.conftest import GRID
 
 
 @pytest.mark.parametrize("job", ["stats", "compact-eval"])
 def test_local_engine_gives_the_serial_rows(
-    job: str, corpus_logs: Path, serial_results: dict[str, list[dict[str, Any]]], tmp_path: Path
+    job: JobName, corpus_logs: Path, serial_results: dict[str, list[dict[str, Any]]], tmp_path: Path
 ) -> None:
     report = run_batch(
-        job,  # type: ignore[arg-type]
+        job,
         [str(corpus_logs)],
         out=tmp_path / "t.jsonl",
         engine="local",
@@ -33,9 +34,19 @@ def test_cli_compact_eval_prints_the_table_and_writes_the_chart(
     corpus_logs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "eval.parquet"
+    grid = ["--windows", "16k,32000", "--tails", "4096", "--keep", "errors,none"]
     code = main(
-        ["batch", "compact-eval", str(corpus_logs), "-o", str(out), "--engine", "serial"]
-        + ["--windows", "16k,32000", "--tails", "4096", "--keep", "errors,none", "--no-progress"]
+        [
+            "batch",
+            "compact-eval",
+            str(corpus_logs),
+            "-o",
+            str(out),
+            "--engine",
+            "serial",
+            *grid,
+            "--no-progress",
+        ]
     )
     printed = capsys.readouterr()
     assert code == 0, printed.err

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from foldlog.batch import read_table, run_batch
+from foldlog.batch.jobs import JobName
 from foldlog.batch.ray_engine import LOOPBACK, start
 from tests.batch.conftest import GRID, SOURCES, corpus_root
 
@@ -34,18 +35,17 @@ def test_the_local_cluster_is_bound_to_loopback(ray_local: Any) -> None:
 
 @pytest.mark.parametrize("job", ["stats", "compact-eval"])
 def test_ray_gives_the_serial_rows(
-    job: str,
+    job: JobName,
     ray_local: Any,
     corpus_logs: Path,
     serial_results: dict[str, list[dict[str, Any]]],
     tmp_path: Path,
 ) -> None:
     out = tmp_path / "t.parquet"
-    report = run_batch(job, [str(corpus_logs)], out=out, engine="ray", points=GRID)  # type: ignore[arg-type]
+    report = run_batch(job, [str(corpus_logs)], out=out, engine="ray", points=GRID)
     assert report.rows == serial_results[job]
-    assert read_table(out) == read_table(
-        run_batch(job, [str(corpus_logs)], out=tmp_path / "s.parquet", engine="serial", points=GRID).table
-    )  # type: ignore[arg-type]
+    serial = run_batch(job, [str(corpus_logs)], out=tmp_path / "s.parquet", engine="serial", points=GRID)
+    assert read_table(out) == read_table(serial.table)  # the Parquet files hold the same rows
 
 
 def _without_paths(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

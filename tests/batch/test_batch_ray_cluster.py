@@ -4,6 +4,7 @@ lost shards on the node left — with exactly the serial rows."""
 
 from __future__ import annotations
 
+import importlib
 import threading
 import time
 from collections.abc import Iterator
@@ -18,15 +19,20 @@ from foldlog.batch.ray_engine import LOOPBACK, loopback_env
 from tests.batch.conftest import GRID
 
 
+def _ray() -> Any:
+    """Ray, untyped (its API has no annotations mypy --strict accepts)."""
+    return importlib.import_module("ray")
+
+
 @pytest.fixture(scope="module")
 def two_nodes() -> Iterator[tuple[Any, list[Any]]]:
     """A head without CPUs (it schedules, runs nothing) and two worker nodes of 1 CPU each."""
     loopback_env()
-    import ray
+    ray = _ray()
     from ray.cluster_utils import Cluster
 
     assert not ray.is_initialized(), "another Ray was already running in the test process"
-    cluster = Cluster(
+    cluster: Any = Cluster(
         initialize_head=True,
         head_node_args={"num_cpus": 0, "node_ip_address": LOOPBACK, "include_dashboard": False},
     )
@@ -42,8 +48,7 @@ def two_nodes() -> Iterator[tuple[Any, list[Any]]]:
 
 def _gone(node_id: str, timeout: float = 120) -> bool:
     """Whether the cluster marks the node dead (its health check notices within seconds)."""
-    import ray
-
+    ray = _ray()
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not any(n["NodeID"] == node_id and n["Alive"] for n in ray.nodes()):
@@ -53,7 +58,7 @@ def _gone(node_id: str, timeout: float = 120) -> bool:
 
 
 def test_the_cluster_is_on_loopback(two_nodes: tuple[Any, list[Any]]) -> None:
-    import ray
+    ray = _ray()
 
     alive = [n for n in ray.nodes() if n["Alive"]]
     assert len(alive) == 3 and {n["NodeManagerAddress"] for n in alive} == {LOOPBACK}
