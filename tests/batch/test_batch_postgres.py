@@ -39,7 +39,7 @@ def test_stats_over_a_postgres_store_match_the_files(
     from_files = run_batch("stats", [str(p) for p in paths], out=tmp_path / "f.jsonl", engine="serial")
     by_id = {r["session"]: {k: v for k, v in r.items() if k != "source"} for r in from_files.rows}
     for engine in ("serial", "local"):
-        report = run_batch("stats", [], dsn=dsn, out=tmp_path / f"{engine}.jsonl", engine=engine, workers=2)  # type: ignore[arg-type]
+        report = run_batch("stats", [], dsn=dsn, out=tmp_path / f"{engine}.jsonl", engine=engine, workers=2)
         assert sorted(r["source"] for r in report.rows) == sorted(f"pg:{i}" for i in ids)
         assert report.summary["errors"] == 0
         for row in report.rows:
