@@ -255,3 +255,43 @@ def test_the_grid_from_arguments_and_toml(tmp_path: Path) -> None:
             load_toml(toml)
     with pytest.raises(ConfigError, match="not a number"):
         parse_ints("lots", "--tails")
+
+
+SUMMARY_USAGE = {"prompt_tokens": 9_000, "completion_tokens": 300, "cache_hit_tokens": 1_000}
+
+
+def scripted_summariser() -> Any:
+    """A summary provider factory (module level: it pickles to worker processes)."""
+    from foldlog.providers.scripted import Scripted
+
+    reply = {"content": "## Goal\n- summarised by the scripted provider", "usage": SUMMARY_USAGE}
+    return Scripted([reply] * 8, model="deepseek-v4-flash", context_window=64_000)
+
+
+@pytest.mark.parametrize("engine", ["serial", "local"])
+def test_compact_eval_with_a_summary_provider_reports_its_tokens_and_cost(
+    engine: str, corpus_logs: Path, tmp_path: Path
+) -> None:
+    path = _largest(corpus_logs, 1)[0]
+    report = run_batch(
+        "compact-eval",
+        [str(path)],
+        out=tmp_path / "e.jsonl",
+        engine=engine,  # type: ignore[arg-type]
+        workers=1,
+        points=GRID[:1],
+        summary_provider=scripted_summariser,
+    )
+    (row,) = report.rows
+    assert row["error"] is None and row["mechanical"] is False and row["folded"] > 0
+    calls = row["summary_prompt_tokens"] // SUMMARY_USAGE["prompt_tokens"]
+    assert calls >= 1 and row["summary_completion_tokens"] == calls * SUMMARY_USAGE["completion_tokens"]
+    usage = {
+        "promptTokens": calls * 9_000,
+        "completionTokens": calls * 300,
+        "cacheHitTokens": calls * 1_000,
+        "cacheMissTokens": calls * 8_000,
+    }
+    assert (row["summary_cost"], row["summary_currency"]) == usage_cost(usage, "deepseek-v4-flash")
+    mechanical = run_item(JobSpec("compact-eval", grid=GRID[:1]), Item(str(path), "log", str(path)))[0]
+    assert row["digest_tokens"] != mechanical["digest_tokens"] and mechanical["mechanical"] is True
