@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from foldlog.batch.engines import OnShard, lost_shard
+from foldlog.batch.engines import OnShard, lost_shard, shards
 from foldlog.batch.jobs import JobSpec, run_shard
 from foldlog.batch.sources import Item
 from foldlog.errors import ConfigError
@@ -66,14 +66,18 @@ def start(address: str | None, num_cpus: int | None) -> tuple[Any, bool]:
 
 def run_ray(
     spec: JobSpec,
-    parts: Sequence[list[Item]],
+    items: Sequence[Item],
     on_shard: OnShard,
     *,
     address: str | None = None,
     num_cpus: int | None = None,
+    shard_size: int | None = None,
 ) -> None:
+    """Run ``items`` in shards sized for the cluster's CPUs (`engines.shards`)."""
     ray, started = start(address, num_cpus)
     try:
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        parts = shards(items, cpus, shard_size)
         task = ray.remote(num_cpus=1, max_retries=MAX_RETRIES)(run_shard)
         spec_ref = ray.put(spec)  # sent once to the object store, not with every task
         pending: dict[Any, list[Item]] = {task.remote(spec_ref, part): part for part in parts}

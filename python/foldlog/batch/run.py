@@ -119,7 +119,8 @@ def run_batch(
     done = DoneList(done_list_path(table), fingerprint(spec))
     todo = [item for item in items if not done.done(item.key)]
     n_workers = workers or engines.default_workers()
-    parts = engines.shards(todo, n_workers, shard_size)
+    if shard_size is not None and shard_size < 1:
+        raise ConfigError(f"shard size must be at least 1, got {shard_size}")
     try:
         with _progress(len(todo), job, progress) as advance:
 
@@ -128,13 +129,13 @@ def run_batch(
                 advance(len(results))
 
             if engine == "serial":
-                engines.run_serial(spec, parts, on_shard)
+                engines.run_serial(spec, engines.shards(todo, 1, shard_size), on_shard)
             elif engine == "local":
-                engines.run_local(spec, parts, on_shard, n_workers)
-            else:
+                engines.run_local(spec, engines.shards(todo, n_workers, shard_size), on_shard, n_workers)
+            elif todo:
                 from foldlog.batch.ray_engine import run_ray
 
-                run_ray(spec, parts, on_shard, address=address, num_cpus=workers)
+                run_ray(spec, todo, on_shard, address=address, num_cpus=workers, shard_size=shard_size)
     finally:
         done.close()
     rows = [row for item in items for row in done.rows.get(item.key, [])]
