@@ -29,9 +29,10 @@ RANK = {
     "agent": 4,
     "interchange": 5,
     "telemetry": 5,  # spans from a session's events, live (an agent) or replayed
-    "cli": 6,
-    "__main__": 7,
-    "": 7,  # foldlog/__init__.py: the public API, above everything
+    "batch": 6,
+    "cli": 7,
+    "__main__": 8,
+    "": 8,  # foldlog/__init__.py: the public API, above everything
 }
 
 

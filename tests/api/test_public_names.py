@@ -34,6 +34,8 @@ def test_every_public_name_of_foldlog_resolves(name: str) -> None:
         ("foldlog.stores", ["FileStore", "SessionInfo", "SessionStore", "StoreWriter"]),
         ("foldlog.tools", ["tool", "Tool", "ToolRegistry", "SchemaError"]),
         ("foldlog.interchange", ["convert", "write_conversation", "FORMATS"]),
+        ("foldlog.interchange.exporters", ["EXPORTERS", "export"]),
+        ("foldlog.batch", ["run_batch", "BatchReport", "make_grid", "GridPoint", "read_table", "JOBS"]),
     ],
 )
 def test_the_public_module_paths_export_their_names(module: str, names: list[str]) -> None:

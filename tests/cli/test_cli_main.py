@@ -32,6 +32,7 @@ def test_an_empty_prompt_is_a_usage_error_not_a_traceback(entry: str) -> None:
         (["chat"], "foldlog.cli.chat_cmd"),
         (["db", "status"], "foldlog.cli.db"),
         (["compact", "x"], "foldlog.cli.compact_cmd"),
+        (["batch", "stats", "x", "-o", "out.csv"], "foldlog.cli.batch_cmd"),
     ],
 )
 def test_each_verb_is_handled_by_the_module_that_registered_it(argv: list[str], module: str) -> None:

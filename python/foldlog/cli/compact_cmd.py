@@ -30,24 +30,6 @@ class _MechanicalSink(LiveSink):
             super()._on_Notice(event)
 
 
-class _NoSummary:
-    """The provider under ``--mechanical``: its stream ends at once with no text, so the compactor
-    takes its documented mechanical fold instead of calling a model."""
-
-    model = "mechanical"
-
-    def __init__(self, window: int) -> None:
-        self.context_window = window
-
-    async def stream(self, request: Any) -> Any:
-        from foldlog.providers.base import Done
-
-        yield Done("stop")
-
-    async def aclose(self) -> None:
-        return None
-
-
 def _compactor(session: Any, provider: Any, options: Options, sink: Any, mechanical: bool) -> Compactor:
     """The compactor both the dry run and the run use, with the window resolved once (the
     options', else the provider's). Tokens are counted with the model's tokenizer; under
@@ -71,7 +53,9 @@ async def _compact(args: argparse.Namespace) -> int:
     options = make_options(cfg)
     provider: Any
     if args.mechanical:
-        provider = _NoSummary(options.context_window or MECHANICAL_WINDOW)
+        from foldlog.compaction.summary import NoSummary
+
+        provider = NoSummary(options.context_window or MECHANICAL_WINDOW)
     else:
         provider = make_provider(cfg)
     try:

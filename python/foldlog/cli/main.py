@@ -24,6 +24,7 @@ VERBS = (
     "foldlog.cli.chat_cmd",
     "foldlog.cli.db",
     "foldlog.cli.compact_cmd",
+    "foldlog.cli.batch_cmd",
 )
 
 

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from foldlog.errors import SessionNotFoundError
-from foldlog.stores.base import SessionInfo
+from foldlog.stores.base import SessionInfo, safe_session_id
 
 SUFFIX = ".jsonl"
 
@@ -53,6 +53,5 @@ def glob_escape(text: str) -> str:
 
 
 def safe_id(text: str) -> str:
-    """A file-name-safe session id."""
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")
-    return cleaned[:120] or "session"
+    """A file-name-safe session id (the store's rule: `foldlog.stores.base.safe_session_id`)."""
+    return safe_session_id(text)

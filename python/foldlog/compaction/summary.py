@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from foldlog.compaction.planning import DIGEST_CLOSE, DIGEST_HEADER, DIGEST_OPEN
 from foldlog.errors import ProviderTimeout
 from foldlog.log.text import message_text
-from foldlog.providers.base import Provider, Request, Usage
+from foldlog.providers.base import Chunk, Done, Provider, Request, Usage
 
 SUMMARY_SYSTEM_PROMPT = """\
 You are folding the earlier part of an AI agent's conversation into a briefing, to free context.
@@ -66,6 +66,23 @@ def mechanical_summary(folded: int, where: str) -> str:
         f"{folded} earlier message(s) were folded here to free context, but the automatic summary "
         f"was unavailable (archived to {where}). Ask the user if you need details from before this point."
     )
+
+
+class NoSummary:
+    """A provider whose stream ends at once with no text: the compactor then takes its documented
+    mechanical fold instead of calling a model (``foldlog compact --mechanical``, ``foldlog batch
+    compact-eval``). ``context_window`` is the window it reports (the summariser's)."""
+
+    model = "mechanical"
+
+    def __init__(self, window: int | None = None) -> None:
+        self.context_window = window
+
+    async def stream(self, request: Request) -> AsyncIterator[Chunk]:
+        yield Done("stop")
+
+    async def aclose(self) -> None:
+        return None
 
 
 def _argument_keys(arguments: Any) -> list[str]:

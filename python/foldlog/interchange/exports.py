@@ -31,6 +31,15 @@ if TYPE_CHECKING:
     from foldlog.log.session import Session
 
 EXPORT_FORMATS = ("openai", "atif", "claude-code", "codex")
+#: the file suffix of each format's main document
+SUFFIXES = {"openai": ".json", "atif": ".json", "claude-code": ".jsonl", "codex": ".jsonl"}
+
+
+def suffix(fmt: str) -> str:
+    """The suffix of ``fmt``'s main file (``.jsonl``); an unknown format raises `ExportError`."""
+    if fmt not in SUFFIXES:
+        raise ExportError(f"unknown export format {fmt!r} (known: {', '.join(EXPORT_FORMATS)})")
+    return SUFFIXES[fmt]
 
 
 @dataclass(slots=True)

@@ -420,6 +420,11 @@ class Session(TokenCounts):
         """Write the whole log to a new file (atomically: temp file, fsync, rename)."""
         _native.write_file(Path(path), self._core.to_bytes())
 
+    def to_bytes(self) -> bytes:
+        """The whole log as JSONL bytes, as `save` writes it (with the token counts kept so far,
+        so `from_bytes` of them recounts nothing)."""
+        return self._core.to_bytes()
+
     def subscribe(self, fn: Subscriber, *, after_seq: int | None = None) -> Callable[[], None]:
         """Call ``fn(event)`` for each event recorded from now on; with ``after_seq``, first for
         every event after that seq already in the log (-1: all of them), then live — each event

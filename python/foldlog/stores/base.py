@@ -122,6 +122,13 @@ def check_session_id(session_id: str) -> str:
     return session_id
 
 
+def safe_session_id(text: str) -> str:
+    """A session id made from any text (a transcript's own id, a file name): the characters
+    `check_session_id` refuses become ``-``; never empty."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")
+    return cleaned[:120] or "session"
+
+
 def check_header(session_id: str, header_line: bytes) -> bytes:
     """Validate a header line and return it without its trailing newline."""
     check_session_id(session_id)

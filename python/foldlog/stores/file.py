@@ -147,13 +147,17 @@ class FileStore:
         private_folder(self.root)
         return FileStoreWriter(self.path_for(session_id), header_line, durable=durable)
 
+    def session_paths(self) -> list[Path]:
+        """The log file of every session in the folder, sorted by name (nothing is read)."""
+        if not self.root.is_dir():
+            return []
+        return sorted(self.root.glob("*.jsonl"))
+
     def list_sessions(self) -> list[SessionInfo]:
         """Every session in the folder, most recently updated first. Quick with many large logs:
         it reads each file's bytes once and decodes only its header and first user message."""
-        if not self.root.is_dir():
-            return []
         out = []
-        for p in self.root.glob("*.jsonl"):
+        for p in self.session_paths():
             try:
                 out.append(describe(p))
             except OSError:
