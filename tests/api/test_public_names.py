@@ -34,7 +34,7 @@ def test_every_public_name_of_foldlog_resolves(name: str) -> None:
         ("foldlog.stores", ["FileStore", "SessionInfo", "SessionStore", "StoreWriter"]),
         ("foldlog.tools", ["tool", "Tool", "ToolRegistry", "SchemaError"]),
         ("foldlog.interchange", ["convert", "write_conversation", "FORMATS"]),
-        ("foldlog.interchange.exporters", ["EXPORTERS", "export"]),
+        ("foldlog.interchange.exports", ["EXPORT_FORMATS", "export", "suffix"]),
         ("foldlog.batch", ["run_batch", "BatchReport", "make_grid", "GridPoint", "read_table", "JOBS"]),
     ],
 )

@@ -42,8 +42,9 @@ def test_stats_row_is_the_session_api(corpus_logs: Path) -> None:
         assert row["tokens"] == int(s.token_count(DEFAULT_MODEL)) and row["tokens_exact"] is True
         assert row["prompt_tokens"] == stats["usage"]["promptTokens"]
         assert row["needs_repair"] == s.normalized_dirty
-        # imported transcripts name no billed model: no price is guessed
-        assert row["model"] is None and row["cost"] is None
+        # what `log inspect` reports: each reply at the model that answered it (imported
+        # transcripts name it), never at a guess
+        assert row["model"] is None and (row["cost"], row["currency"]) == session_cost(s)
 
 
 def test_stats_prices_usage_at_the_given_model(corpus_logs: Path) -> None:
