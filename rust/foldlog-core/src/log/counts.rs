@@ -146,7 +146,11 @@ impl EventLog {
                 };
                 let i = seqs[k] as usize;
                 cache.per_seq[i] = Some(counted);
-                if i >= self.flushed {
+                // kept in the line of an event still to be written, so that it travels with
+                // it; not in the line of one read with others from one buffer (a loaded log):
+                // that would hold its line twice while active (issue 17.3) — the count stays in
+                // memory, and a log that is written again counts it when it is next loaded
+                if i >= self.flushed && !self.events[i].shares_buffer() {
                     self.events[i].set_cached_count(id, counted.tokens, counted.estimated);
                 }
             }
