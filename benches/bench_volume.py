@@ -176,13 +176,23 @@ def test_b10_active_bytes_per_log_byte(benchmark: Any) -> None:
     texts = Session(system="You are a careful assistant.")
     texts.add({"role": "user", "content": "list the files and read them " * 3})
     for k in range(STEPS):
-        call = {"id": f"c{k}", "type": "function", "function": {"name": "read_file", "arguments": f'{{"n":{k}}}'}}
+        call = {
+            "id": f"c{k}",
+            "type": "function",
+            "function": {"name": "read_file", "arguments": f'{{"n":{k}}}'},
+        }
         texts.add({"role": "assistant", "content": "", "tool_calls": [call]})
-        texts.add({"role": "tool", "tool_call_id": f"c{k}", "name": "read_file", "content": "line of text\n" * 40})
+        texts.add(
+            {"role": "tool", "tool_call_id": f"c{k}", "name": "read_file", "content": "line of text\n" * 40}
+        )
     texts.add({"role": "assistant", "content": "done"})
     corpus = Session.load(build_log("active", min_bytes=1).path)
     corpus.model = model
-    sides = {"B10 20-step history": loaded(small), "20 steps, 520-byte results": loaded(texts), "corpus": corpus}
+    sides = {
+        "B10 20-step history": loaded(small),
+        "20 steps, 520-byte results": loaded(texts),
+        "corpus": corpus,
+    }
     figures = {}
 
     def run() -> None:

@@ -20,9 +20,15 @@ def _tool_session() -> Session:
     s = Session(system="You are a careful assistant.")
     s.add({"role": "user", "content": "list the files and read them " * 3})
     for k in range(STEPS):
-        call = {"id": f"c{k}", "type": "function", "function": {"name": "read_file", "arguments": f'{{"n":{k}}}'}}
+        call = {
+            "id": f"c{k}",
+            "type": "function",
+            "function": {"name": "read_file", "arguments": f'{{"n":{k}}}'},
+        }
         s.add({"role": "assistant", "content": "", "tool_calls": [call]})
-        s.add({"role": "tool", "tool_call_id": f"c{k}", "name": "read_file", "content": "line of text\n" * 40})
+        s.add(
+            {"role": "tool", "tool_call_id": f"c{k}", "name": "read_file", "content": "line of text\n" * 40}
+        )
     s.add({"role": "assistant", "content": "done"})
     return s
 
@@ -58,7 +64,9 @@ def test_counting_a_loaded_log_does_not_copy_its_lines() -> None:
         before = s._core.heap_bytes()
         assert s.token_count(MODEL).exact
         grown = s._core.heap_bytes() - before
-        assert grown <= 0.1 * log_bytes, f"counting grew the heap by {grown} bytes ({grown / log_bytes:.2f}× the log)"
+        assert grown <= 0.1 * log_bytes, (
+            f"counting grew the heap by {grown} bytes ({grown / log_bytes:.2f}× the log)"
+        )
         # the counts are kept (in memory): asked again, nothing is counted
         assert s._core.cached_token_events() == len(s.derive_messages())
 

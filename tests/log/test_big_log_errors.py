@@ -51,4 +51,6 @@ def test_damage_anywhere_in_a_big_file_names_its_line(tmp_path: Path) -> None:
             small.write_bytes(b"\n".join(_damaged(lines[: k + 3], k, kind)) + b"\n")
             with pytest.raises(CorruptLogError) as small_error:
                 Session.load(small)
-            assert str(big_error.value).replace(str(bad), "F") == str(small_error.value).replace(str(small), "F")
+            assert str(big_error.value).replace(str(bad), "F") == str(small_error.value).replace(
+                str(small), "F"
+            )

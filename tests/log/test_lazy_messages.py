@@ -66,7 +66,14 @@ def test_slicing_gives_views_that_index_like_lists() -> None:
     s = _session(5)
     msgs = s.derive_messages()
     plain = _plain(s)
-    for sl in (slice(2, 6), slice(-4, None), slice(None, -3), slice(5, 2), slice(-100, 100), slice(1, None, 2)):
+    for sl in (
+        slice(2, 6),
+        slice(-4, None),
+        slice(None, -3),
+        slice(5, 2),
+        slice(-100, 100),
+        slice(1, None, 2),
+    ):
         part = msgs[sl]
         assert part == plain[sl], sl
         assert len(part) == len(plain[sl]), sl

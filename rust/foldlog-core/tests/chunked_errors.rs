@@ -32,9 +32,11 @@ fn join(lines: &[String]) -> String {
     out
 }
 
-/// The damages: each turns line `k` (0-based) of `lines` into a bad one.
+/// The damages: each turns line `k` (0-based) of `lines` into a bad one. One signature for all
+/// of them, and the seq gap removes a line: a `Vec` where clippy would take a slice.
 type Damage = fn(&mut Vec<String>, usize);
 
+#[allow(clippy::ptr_arg)]
 fn broken_json(lines: &mut Vec<String>, k: usize) {
     lines[k] = format!("{}}}{{", &lines[k][..40]);
 }
@@ -43,10 +45,12 @@ fn seq_gap(lines: &mut Vec<String>, k: usize) {
     lines.remove(k); // line k now holds the event after the one removed
 }
 
+#[allow(clippy::ptr_arg)]
 fn unknown_surface_op(lines: &mut Vec<String>, k: usize) {
     lines[k] = lines[k].replace(r#""surfaceOp":"append""#, r#""surfaceOp":"bogus""#);
 }
 
+#[allow(clippy::ptr_arg)]
 fn later_source(lines: &mut Vec<String>, k: usize) {
     let later = format!(r#""surfaceOp":"append","sourceEventSeqs":[{}]"#, k + 5);
     lines[k] = lines[k].replace(r#""surfaceOp":"append""#, &later);
