@@ -6,7 +6,10 @@ body (tracemalloc). Memory ratios, not times: the bounds hold on any machine."""
 from __future__ import annotations
 
 import gc
+import re
 import tracemalloc
+import zlib
+from pathlib import Path
 
 from foldlog import Session
 from foldlog.log.wire import chunked_body
@@ -100,3 +103,27 @@ def test_an_active_session_holds_little_more_than_twice_its_log() -> None:
     assert len(body) > 0
     assert python <= 0.02 * log_bytes, python
     assert (core + python) <= 2.4 * log_bytes, f"{(core + python) / log_bytes:.2f}× the log"
+
+
+def test_a_counted_loaded_log_keeps_its_counts_when_saved_or_released(tmp_path: Path) -> None:
+    """The counts of a loaded log's events are kept in memory, and written into their lines with
+    the log's bytes: saved, or released and loaded again, nothing is counted a second time (each
+    count read back is changed by 1000 in the bytes first, and the total follows)."""
+    s = _loaded(_turn_session())
+    count = s.token_count(MODEL)
+    path = tmp_path / "counted.jsonl"
+    s.save(path)
+    text = path.read_text()
+    lines = text.splitlines()
+    counted = [line for line in lines if '"surfaceOp"' in line]
+    assert counted and all('"tokens":{"deepseek-v4":' in line for line in counted)
+    first = re.search(r'"tokens":\{"deepseek-v4":(\d+)\}', text)
+    assert first is not None
+    changed = text.replace(first.group(0), f'"tokens":{{"deepseek-v4":{int(first.group(1)) + 1000}}}', 1)
+    path.write_text(changed)
+    resumed = Session.load(path)
+    assert resumed.token_count(MODEL) == count + 1000, "read from the saved lines"
+    s.release()
+    assert s._released is not None and b'"deepseek-v4"' in zlib.decompress(s._released)
+    s._released = zlib.compress(changed.encode())
+    assert s.token_count(MODEL) == count + 1000, "read from the released bytes"

@@ -6,7 +6,7 @@ use foldlog_core::body::WireStyle;
 use foldlog_core::event::{Event, Header, SurfaceOp};
 use foldlog_core::log::EventLog;
 use foldlog_core::tokens::TokenizerChoice;
-use foldlog_core::{plan_input, reader, repair, wire, writer};
+use foldlog_core::{plan_input, reader, repair, wire};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use serde_json::Value;
@@ -528,9 +528,10 @@ impl Log {
         result.map_err(|e| err_to_py(py, e, None))
     }
 
-    /// The whole log as file bytes (header first when there is one).
+    /// The whole log as file bytes (header first when there is one), every count made so far in
+    /// its event's line.
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let bytes = self.with_read(py, |log| writer::file_bytes(log.header(), log.events()))?;
+        let bytes = self.with_read(py, |log| log.file_bytes())?;
         Ok(PyBytes::new(py, &bytes))
     }
 
