@@ -127,3 +127,86 @@ def test_b10_open_sessions(benchmark: Any, mock_server: str) -> None:
             "log_bytes": log_bytes,
         }
     )
+
+
+def active_bytes(session: Any, model: str) -> tuple[int, int, int]:
+    """What an active session holds once a request body is built and still held (as while it is
+    sent): the core's heap (`Log.heap_bytes()`: its lines, events, surface, derivation and the
+    caches of counts, send plan and serialised messages) and the Python allocations the count,
+    the request and the body made that are still alive (tracemalloc), with its log's bytes."""
+    import gc
+    import tracemalloc
+
+    from foldlog.log.wire import chunked_body
+
+    log_bytes = len(session._core.to_bytes())
+    session.token_count(model)  # the tokenizer is loaded once per process: not the session's
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        session.token_count(model)
+        wire = session.wire_request("keep")
+        body = chunked_body(wire, {"model": model, "stream": True})
+        gc.collect()
+        python = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    core = session._core.heap_bytes()
+    assert len(body) > 0
+    return log_bytes, core, max(python, 0)
+
+
+def test_b10_active_bytes_per_log_byte(benchmark: Any) -> None:
+    """Issue 17.3's "while active, a session holds at most 2× its log bytes", measured (once, not
+    timed) on a 20-step tool session as B10 holds them, on one whose tool results are 520 bytes
+    of text, and on a session recorded from the whole corpus, each loaded from its log."""
+    from foldlog import Session
+    from workloads import build_log
+
+    model = "deepseek-chat"
+
+    def loaded(s: Any) -> Any:
+        again = Session.from_bytes(s._core.to_bytes())
+        again.model = model
+        return again
+
+    small = Session(system="You are a careful agent.")
+    history(small, STEPS)
+    texts = Session(system="You are a careful assistant.")
+    texts.add({"role": "user", "content": "list the files and read them " * 3})
+    for k in range(STEPS):
+        call = {
+            "id": f"c{k}",
+            "type": "function",
+            "function": {"name": "read_file", "arguments": f'{{"n":{k}}}'},
+        }
+        texts.add({"role": "assistant", "content": "", "tool_calls": [call]})
+        texts.add(
+            {"role": "tool", "tool_call_id": f"c{k}", "name": "read_file", "content": "line of text\n" * 40}
+        )
+    texts.add({"role": "assistant", "content": "done"})
+    corpus = Session.load(build_log("active", min_bytes=1).path)
+    corpus.model = model
+    sides = {
+        "B10 20-step history": loaded(small),
+        "20 steps, 520-byte results": loaded(texts),
+        "corpus": corpus,
+    }
+    figures = {}
+
+    def run() -> None:
+        for name, s in sides.items():
+            figures[name] = active_bytes(s, model)
+
+    benchmark.group = GROUP
+    benchmark.pedantic(run, rounds=1, warmup_rounds=0)
+    benchmark.extra_info.update(
+        {
+            "row": "B10",
+            "active": {
+                name: {"log_bytes": n, "core_bytes": core, "python_bytes": py, "ratio": (core + py) / n}
+                for name, (n, core, py) in figures.items()
+            },
+        }
+    )

@@ -77,6 +77,7 @@ def test_worked_examples_come_first_with_the_one_most_like_the_question_last() -
     assert any(t.text.startswith("call read_file") for t in turns if t.role == "model")
 
 
+@pytest.mark.local_model  # needs jinja2, which comes with the `local` extra only
 def test_a_gguf_chat_template_renders_the_turns_with_texts_kept_apart() -> None:
     template = (
         "{{ bos_token }}{% for m in messages %}<start_of_turn>"

@@ -100,6 +100,68 @@ def test_no_special_token_reaches_an_answer_a_tool_argument_or_the_log(
     assert not any(leaked(a, texts) for a in answers)
 
 
+def test_a_question_that_needs_no_tool_is_answered_without_a_call(
+    provider: LocalLlama, tmp_path: Path
+) -> None:
+    """Issue 15.2: with the file tools offered, the model answers a question they cannot help
+    with, and calls none of them. (Greedy decoding, yet the reused KV cache of earlier prompts
+    changes the numbers slightly: "What colour is the sky on a clear day?" passed alone and
+    failed after the module's other tests; "What is 2 + 3?" calls read_file, see B9.)"""
+    question, word = "What is the capital of France?", "paris"
+    (tmp_path / "notes.txt").write_text("The secret word is: harbour\n")
+    answer, session = run_agent(provider, tmp_path, question)
+    calls = [e["data"] for e in session.events if e["type"] == "tool/call"]
+    assert calls == [], f"{question!r} made calls: {calls}"
+    assert word in answer.lower(), answer
+    assert not leaked(answer, special_texts(provider))
+
+
+def test_llama_cpp_log_lines_go_to_logging(caplog: pytest.LogCaptureFixture) -> None:
+    """llama.cpp's lines (its warning about the SWA cache on every load) are records of the
+    ``foldlog.llama_cpp`` logger; `test_foldlog_run_local_prints_no_llama_cpp_line` checks that
+    none reaches stderr."""
+    import logging
+
+    from foldlog.providers.llama_engine import LlamaEngine
+    from foldlog.providers.local import default_model_path
+
+    require_local()
+    with caplog.at_level(logging.DEBUG, logger="foldlog.llama_cpp"):
+        LlamaEngine(default_model_path(), n_ctx=512)
+    records = [r for r in caplog.records if r.name == "foldlog.llama_cpp"]
+    swa = [r for r in records if "using full-size SWA cache" in r.getMessage()]
+    assert len(swa) == 1 and swa[0].levelno == logging.INFO, [r.getMessage() for r in records][:20]
+    assert any(r.getMessage().startswith("llama_context:") and r.levelno == logging.DEBUG for r in records)
+
+
+def test_foldlog_run_local_prints_no_llama_cpp_line(tmp_path: Path) -> None:
+    """`foldlog run --provider local` (what `make run` runs offline): stderr holds the CLI's own
+    lines (the tool trace, usage, the session's path) and nothing from llama.cpp."""
+    import os
+    import subprocess
+    import sys
+
+    require_local()
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("foldlog demo\nThe secret word is: harbour\n")
+    env = {**os.environ, "FOLDLOG_HOME": str(tmp_path / "home")}
+    env.pop("DEEPSEEK_API_KEY", None)
+    prompt = "Read the file notes.txt (path: notes.txt) and tell me the secret word written in it."
+    proc = subprocess.run(
+        [sys.executable, "-m", "foldlog", "run", "--provider", "local", "--workspace", str(workspace),
+         "--max-steps", "4", prompt],
+        capture_output=True, text=True, env=env, timeout=600, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "harbour" in proc.stdout.lower(), proc.stdout
+    lines = proc.stderr.splitlines()
+    assert any(line.startswith("session: ") for line in lines), proc.stderr
+    own = ("  → ", "  ← ", "  ✗ ", "usage: ", "session: ")
+    assert [line for line in lines if not line.startswith(own)] == [], proc.stderr
+    assert "llama" not in proc.stderr.replace(str(tmp_path), "") and "ggml" not in proc.stderr
+
+
 def test_text_from_users_and_files_never_becomes_a_turn_marker(provider: LocalLlama) -> None:
     assert provider.engine is not None
     end = provider.engine.special_token("<end_of_turn>")

@@ -378,3 +378,58 @@ def test_unusable_session_ids_are_refused(pstore: PostgresStore, bad: str) -> No
         pstore.open_writer(bad, header_line("x"))
     with pytest.raises(InvalidEventError, match="session id"):
         pstore.read_log(bad)
+
+
+def test_a_released_session_reloads_from_postgres_without_tokenizing_again(
+    pstore: PostgresStore, pg_dsn: str
+) -> None:
+    """Issue 17.3: `release()` on a PostgreSQL-backed session drops the log and keeps no bytes of
+    its own; the next use reads it back from the server, with the token counts flushed beside the
+    events, so the same history, counts and request bytes come back without tokenizing anything again."""
+    from foldlog import Session
+
+    model = "deepseek-chat"  # an exact tokenizer: its counts travel in the log
+    s = Session.open(pstore, "released")
+    s.model = model  # before the first message, so that every flushed message carries its count
+    s.add({"role": "system", "content": "sys"})
+    s.add({"role": "user", "content": "list the files"})
+    for k in range(3):
+        call = {"id": f"c{k}", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+        s.add({"role": "assistant", "content": "", "tool_calls": [call]})
+        s.add({"role": "tool", "tool_call_id": f"c{k}", "name": "ls", "content": f"file{k}"})
+    s.add({"role": "assistant", "content": "three files"})
+    before = list(s.derive_messages())
+    count = s.token_count(model)
+    counts = s.token_counts(model)
+    assert counts is not None
+    body = s.wire_json()
+    s.release()
+    assert s.released and s._log is None and s._released is None, "nothing kept: the store has it"
+    # the store is the only place left to read it from: what it holds is what comes back
+    data = pstore.read_log("released")
+    _, stored = parse_log(data)
+    assert Session.from_bytes(data).derive_messages() == before
+    messages = [e for e in stored if e["type"].endswith(("/message", "/result"))]
+    assert len(messages) == len(before) and all("tokens" in e for e in messages), "counts flushed"
+    # proof that nothing is tokenized again: the stored count of the first user message is
+    # changed on the server while the session is released, and the reloaded count follows it
+    user = next(e for e in stored if e["type"] == "user/message")
+    n = user["tokens"]["deepseek-v4"]
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        changed = conn.execute(
+            "UPDATE foldlog.events SET line = replace(line, %s, %s) WHERE session_id = %s AND seq = %s",
+            (f'"deepseek-v4":{n}}}', f'"deepseek-v4":{n + 1000}}}', "released", user["seq"]),
+        ).rowcount
+    assert changed == 1
+    assert s.derive_messages() == before
+    assert not s.released
+    assert s.token_count(model) == count + 1000 and count.exact, "counted from the stored lines"
+    assert s._core.cached_token_events() == len(before)
+    assert s.token_counts(model) == [counts[0], counts[1] + 1000, *counts[2:]]
+    assert len(s.plan_history(model)) == len(before)
+    assert s.wire_json() == body
+    # writing goes on in the same stored session
+    s.add({"role": "user", "content": "more"})
+    s.close()
+    with Session.open(pstore, "released") as again:
+        assert list(again.derive_messages()) == [*before, {"role": "user", "content": "more"}]

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import inspect
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from foldlog.agent.hook_points import HookPoints, _TurnEnd
 from foldlog.agent.inbox import Inbox
 from foldlog.agent.options import Options
 from foldlog.agent.output import OutputRun
@@ -38,15 +38,10 @@ from foldlog.events import Usage as UsageEvent
 from foldlog.hooks import (
     RAISE,
     RETRY,
-    Enter,
     Hooks,
-    PreStepContext,
-    Reject,
     RequestContext,
     RequestErrorContext,
     StreamContext,
-    TurnStoppingContext,
-    pre_step_decision,
     request_decision,
     request_error_decision,
     run_waterfall,
@@ -73,15 +68,7 @@ NOT_RUN_GRACE = "error: not executed: the step limit was reached and tools are d
 FAILED_BEFORE = "error: not executed: the turn failed before this call ran"
 
 
-class _TurnEnd(Exception):
-    def __init__(self, kind: str, detail: Mapping[str, Any] | None = None, error: str | None = None) -> None:
-        super().__init__(kind)
-        self.kind = kind
-        self.detail = dict(detail or {})
-        self.error = error
-
-
-class Agent:
+class Agent(HookPoints):
     """Runs turns of a model with tools over a :class:`foldlog.Session`.
 
     ``tools`` is a :class:`ToolRegistry` or an iterable of tools / typed functions. ``sink``
@@ -420,52 +407,6 @@ class Agent:
             return True
         return False
 
-    async def _pre_step(self, turn: int, step: int, claimed: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        hooks = self.hooks.pre_step_hooks
-        if not hooks:
-            return claimed
-        ctx = PreStepContext(self, turn, step, list(claimed))
-
-        async def default() -> Enter:
-            return Enter(tuple(ctx.messages))
-
-        decision = await self._waterfall("pre_step", hooks, ctx, default, pre_step_decision)
-        if isinstance(decision, Reject):
-            raise _TurnEnd("blocked", {"message": decision.reason}, decision.reason)
-        if not decision.messages and step == 1:
-            raise _TurnEnd("blocked", {"message": "the input was rewritten to nothing"}, "empty input")
-        return [dict(m) for m in decision.messages]
-
-    async def _waterfall(
-        self,
-        domain: str,
-        listeners: Sequence[Callable[..., Any]],
-        ctx: Any,
-        default: Callable[[], Any],
-        decision: Callable[[Any, str], Any] | None = None,
-    ) -> Any:
-        """An agent-side waterfall: a refusal ends the turn ``blocked`` naming the listener (the
-        open step is closed first); a listener's error ends it ``error``."""
-        try:
-            return await self._hook(domain, run_waterfall(listeners, ctx, default, domain, decision))
-        except HookRefused as r:
-            self._rec.close_step()
-            raise _TurnEnd(
-                "blocked", {"message": str(r), "hook": r.hook, "listener": r.listener}, str(r)
-            ) from None
-
-    async def _turn_stopping(self, turn: int, answer: str) -> None:
-        for fn in self.hooks.turn_stopping_hooks:
-            await self._hook("turn_stopping", _call(fn, TurnStoppingContext(self, turn, answer)))
-
-    async def _hook(self, domain: str, awaitable: Any) -> Any:
-        try:
-            return await awaitable
-        except (HookError, _TurnEnd, asyncio.CancelledError):
-            raise
-        except Exception as e:
-            raise HookError(f"{domain} hook raised {type(e).__name__}: {e}") from e
-
     # --- one request -----------------------------------------------------------------------
 
     async def _request_params(self, turn: int, step: int) -> Params:
@@ -599,13 +540,6 @@ class Agent:
             self._emit(Notice(f"compaction failed: {e}", "warn"))
         except Exception as e:
             self._emit(Notice(f"compaction failed: {type(e).__name__}: {e}", "warn"))
-
-
-async def _call(fn: Callable[..., Any], *args: Any) -> Any:
-    out = fn(*args)
-    if inspect.isawaitable(out):
-        out = await out
-    return out
 
 
 __all__ = ["Agent"]

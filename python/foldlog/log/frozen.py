@@ -137,7 +137,8 @@ class MessageSequence(Sequence[Mapping[str, Any]]):
     request bodies never create them. A message read twice is the same `FrozenDict`.
 
     It compares equal to any sequence (list, tuple, another view) holding equal messages, is
-    unhashable like the messages themselves, and slices (step 1) to a view of its own.
+    unhashable like the messages themselves, and slices (step 1) to a view of its own (other
+    steps: to a `FrozenList` of the messages).
     """
 
     __slots__ = ("_items", "_start", "_stop")
@@ -163,7 +164,8 @@ class MessageSequence(Sequence[Mapping[str, Any]]):
             start, stop, step = index.indices(n)
             if step == 1:
                 return MessageSequence(self._items, self._start + start, self._start + max(start, stop))
-            return tuple(self[i] for i in range(start, stop, step))
+            # a read-only list, so that it still compares equal to the list sliced the same way
+            return FrozenList(self[i] for i in range(start, stop, step))
         i = index.__index__()
         if i < 0:
             i += n

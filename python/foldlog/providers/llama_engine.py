@@ -89,6 +89,9 @@ class LlamaEngine:
         import llama_cpp
         import numpy as np
 
+        from foldlog.providers.llama_logs import route_llama_logs
+
+        route_llama_logs(llama_cpp)  # before the load: its lines go to logging, not stderr
         self._lib = llama_cpp
         self._np = np
         self.lock = threading.Lock()

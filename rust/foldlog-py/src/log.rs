@@ -544,9 +544,10 @@ impl Log {
         Ok(PyBytes::new(py, &bytes))
     }
 
-    /// The whole log as file bytes (header first when there is one).
+    /// The whole log as file bytes (header first when there is one), every count made so far in
+    /// its event's line.
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let bytes = self.with_read(py, |log| writer::file_bytes(log.header(), log.events()))?;
+        let bytes = self.with_read(py, |log| log.file_bytes())?;
         Ok(PyBytes::new(py, &bytes))
     }
 

@@ -245,6 +245,12 @@ impl Event {
     pub(crate) fn shape_mut(&mut self) -> Option<&mut Shape> {
         self.shape.as_deref_mut()
     }
+    /// Whether this event's line shares its buffer with other events (a log read from a file or
+    /// from bytes): rewriting the line then copies it out, and the buffer stays alive for the
+    /// others — the line is held twice.
+    pub fn shares_buffer(&self) -> bool {
+        Arc::strong_count(&self.buf) > 1
+    }
     /// Whether this event's line is a span of `buf` (it was read with it).
     pub fn shares(&self, buf: &Buffer) -> bool {
         Arc::ptr_eq(&self.buf, buf)

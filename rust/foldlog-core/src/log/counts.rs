@@ -146,7 +146,11 @@ impl EventLog {
                 };
                 let i = seqs[k] as usize;
                 cache.per_seq[i] = Some(counted);
-                if i >= self.flushed {
+                // kept in the line of an event still to be written, so that it travels with
+                // it; not in the line of one read with others from one buffer (a loaded log):
+                // that would hold its line twice while active (issue 17.3) — the count stays in
+                // memory, and goes into the line when the log is written out (`file_bytes`)
+                if i >= self.flushed && !self.events[i].shares_buffer() {
                     self.events[i].set_cached_count(id, counted.tokens, counted.estimated);
                 }
             }
@@ -178,6 +182,30 @@ impl EventLog {
             .iter()
             .map(|&s| cache.per_seq[s as usize].map_or(0, |c| c.tokens))
             .collect())
+    }
+
+    /// The whole log as file bytes (header and events), with the counts kept in memory only
+    /// (those of events read from a shared buffer, see `count_new`) written into their lines:
+    /// a loaded log that is saved or released keeps what was counted. The lines are made here,
+    /// for the bytes only; the events keep theirs.
+    pub fn file_bytes(&self) -> Vec<u8> {
+        let Some(cache) = self.token_cache.as_ref() else {
+            return crate::writer::file_bytes(self.header(), &self.events);
+        };
+        let id = cache.tokenizer;
+        let mut out = crate::writer::file_bytes(self.header(), &[]);
+        for (i, ev) in self.events.iter().enumerate() {
+            match cache.per_seq.get(i).copied().flatten() {
+                Some(c) if ev.cached_count(id).is_none() => {
+                    let mut with_count = ev.clone();
+                    with_count.set_cached_count(id, c.tokens, c.estimated);
+                    out.extend_from_slice(with_count.line().as_bytes());
+                }
+                _ => out.extend_from_slice(ev.line().as_bytes()),
+            }
+            out.push(b'\n');
+        }
+        out
     }
 
     /// How many events hold a count for `tokenizer` in memory (for tests: a resumed session
