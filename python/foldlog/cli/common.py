@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from foldlog.cli.config import Config, load_config
+from foldlog.cli.config import FLAG_KEYS, Config, load_config
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -57,17 +57,7 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace) -> Config:
     flags: dict[str, Any] = {"home": getattr(args, "home", None)}
-    keys = (
-        "provider",
-        "model",
-        "base_url",
-        "max_steps",
-        "context_window",
-        "workspace",
-        "cost_limit",
-        "token_budget",
-    )
-    for key in keys:
+    for key in FLAG_KEYS:
         flags[key] = getattr(args, key, None)
     if getattr(args, "show_reasoning", False):
         flags["show_reasoning"] = True

@@ -35,20 +35,18 @@ from foldlog.errors import ConfigError as ConfigError  # the CLI's file errors (
 
 CONFIG_NAME = "foldlog.toml"
 _PATH_KEYS = {"home", "sessions_dir", "workspace"}
-_KNOWN = {
-    "home",
-    "sessions_dir",
+#: the settings a command-line flag of the same name gives (``--max-steps`` → ``max_steps``)
+FLAG_KEYS = (
     "provider",
     "model",
     "base_url",
     "max_steps",
     "context_window",
     "workspace",
-    "show_reasoning",
     "cost_limit",
     "token_budget",
-    "mcp",
-}
+)
+_KNOWN = {"home", "sessions_dir", "show_reasoning", "mcp", *FLAG_KEYS}
 
 
 def _platform_dir(kind: str) -> Path:

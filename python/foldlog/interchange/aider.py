@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from foldlog.interchange.events import Conversation, EventBuilder, TranscriptError
-from foldlog.interchange.source import iso_ms
+from foldlog.interchange.source import iso_ms, read_text
 
 FORMAT = "aider"
 
@@ -148,12 +148,7 @@ def _convert_session(session: _Session, path: Path, index: int) -> Conversation:
 
 def convert(path: str | Path) -> list[Conversation]:
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise TranscriptError(f"cannot read: {exc.strerror or exc}", path=str(p)) from exc
-    except UnicodeDecodeError:
-        raise TranscriptError("not UTF-8 text", path=str(p)) from None
+    text = read_text(p)
     found = sessions(text)
     if not found:
         raise TranscriptError("no aider session found (no '#### ' prompt or chat start line)", path=str(p))

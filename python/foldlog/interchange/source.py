@@ -100,15 +100,22 @@ def _not_jsonl(first_line: bytes, path: Path, line: int, what: str) -> None:
     )
 
 
-def load_json(path: str | os.PathLike[str]) -> Any:
-    """A whole JSON document; a syntax error names the file and line."""
+def read_text(path: str | os.PathLike[str]) -> str:
+    """A whole transcript as text; an unreadable or non-UTF-8 file is a `TranscriptError`
+    naming it."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        return p.read_text(encoding="utf-8")
     except OSError as exc:
         raise TranscriptError(f"cannot read: {exc.strerror or exc}", path=str(p)) from exc
     except UnicodeDecodeError:
         raise TranscriptError("not UTF-8 text", path=str(p)) from None
+
+
+def load_json(path: str | os.PathLike[str]) -> Any:
+    """A whole JSON document; a syntax error names the file and line."""
+    p = Path(path)
+    text = read_text(p)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

@@ -32,6 +32,7 @@ from foldlog.providers.base import (
     ToolCallStart,
     Usage,
     UsageChunk,
+    token_int,
 )
 
 #: ``stop_reason`` → foldlog's finish reason (``pause_turn``: a server-side tool paused the turn;
@@ -47,22 +48,18 @@ STOP_REASONS: Mapping[str, FinishReason] = {
 }
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def parse_usage(raw: Mapping[str, Any]) -> Usage:
     """A Messages API usage object: ``input_tokens`` is the uncached part of the prompt (the
     miss), ``cache_read_input_tokens`` the hit, ``cache_creation_input_tokens`` the write; the
     prompt is their sum."""
-    miss = _int(raw.get("input_tokens"))
-    hit = _int(raw.get("cache_read_input_tokens"))
-    write = _int(raw.get("cache_creation_input_tokens"))
+    miss = token_int(raw.get("input_tokens"))
+    hit = token_int(raw.get("cache_read_input_tokens"))
+    write = token_int(raw.get("cache_creation_input_tokens"))
     details = raw.get("output_tokens_details")
-    thinking = _int(details.get("thinking_tokens")) if isinstance(details, Mapping) else 0
+    thinking = token_int(details.get("thinking_tokens")) if isinstance(details, Mapping) else 0
     return Usage(
         prompt_tokens=miss + hit + write,
-        completion_tokens=_int(raw.get("output_tokens")),
+        completion_tokens=token_int(raw.get("output_tokens")),
         cache_hit_tokens=hit,
         cache_miss_tokens=miss,
         reasoning_tokens=thinking,
@@ -132,13 +129,13 @@ class MessagesStreamAssembler:
         elif kind == "content_block_start":
             block = obj.get("content_block")
             if isinstance(block, Mapping):
-                self._block_start(_int(obj.get("index")), block, out)
+                self._block_start(token_int(obj.get("index")), block, out)
         elif kind == "content_block_delta":
             delta = obj.get("delta")
             if isinstance(delta, Mapping):
-                self._block_delta(_int(obj.get("index")), delta, out)
+                self._block_delta(token_int(obj.get("index")), delta, out)
         elif kind == "content_block_stop":
-            self._block_stop(_int(obj.get("index")), out)
+            self._block_stop(token_int(obj.get("index")), out)
         elif kind == "message_delta":
             delta = obj.get("delta")
             if isinstance(delta, Mapping):

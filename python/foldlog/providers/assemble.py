@@ -24,6 +24,7 @@ from foldlog.providers.base import (
     ToolCallStart,
     Usage,
     stream_end,
+    token_int,
 )
 
 _THINK_OPEN = "<think>"
@@ -40,25 +41,21 @@ _FINISH: dict[str, FinishReason] = {
 }
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def parse_usage(raw: Mapping[str, Any]) -> Usage:
     """Read a usage object in DeepSeek or OpenAI shape (or a mix of both)."""
-    prompt = _int(raw.get("prompt_tokens"))
-    completion = _int(raw.get("completion_tokens"))
+    prompt = token_int(raw.get("prompt_tokens"))
+    completion = token_int(raw.get("completion_tokens"))
     details = raw.get("prompt_tokens_details")
-    cached = _int(details.get("cached_tokens")) if isinstance(details, Mapping) else 0
+    cached = token_int(details.get("cached_tokens")) if isinstance(details, Mapping) else 0
     # DeepSeek's own fields are exact (hit + miss = prompt); OpenAI gives only the hit count
-    hit = _int(raw["prompt_cache_hit_tokens"]) if "prompt_cache_hit_tokens" in raw else cached
+    hit = token_int(raw["prompt_cache_hit_tokens"]) if "prompt_cache_hit_tokens" in raw else cached
     if "prompt_cache_miss_tokens" in raw:
-        miss = _int(raw["prompt_cache_miss_tokens"])
+        miss = token_int(raw["prompt_cache_miss_tokens"])
     else:
         miss = max(prompt - hit, 0)
     cdetails = raw.get("completion_tokens_details")
-    reasoning = _int(cdetails.get("reasoning_tokens")) if isinstance(cdetails, Mapping) else 0
-    reasoning = reasoning or _int(raw.get("reasoning_tokens"))
+    reasoning = token_int(cdetails.get("reasoning_tokens")) if isinstance(cdetails, Mapping) else 0
+    reasoning = reasoning or token_int(raw.get("reasoning_tokens"))
     return Usage(
         prompt_tokens=prompt,
         completion_tokens=completion,
@@ -144,7 +141,7 @@ class ChatStreamAssembler:
             return out
         for choice in choices:
             # foldlog never asks for n > 1; other choices of an n > 1 stream are ignored
-            if not isinstance(choice, Mapping) or _int(choice.get("index")) != 0:
+            if not isinstance(choice, Mapping) or token_int(choice.get("index")) != 0:
                 continue
             delta = choice.get("delta")
             if isinstance(delta, Mapping):

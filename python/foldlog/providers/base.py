@@ -182,6 +182,12 @@ Chunk = (
 )
 
 
+def token_int(value: Any) -> int:
+    """A token count as a provider reported it: an int (not a bool), else 0 (absent, null or
+    malformed fields count nothing)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
 def stream_end(calls: Sequence[ToolCall], usage: Usage | None, finish: FinishReason) -> Iterator[Chunk]:
     """How every stream ends, whatever the provider: the complete calls in index order, the usage
     (when the provider reported one), then `Done`."""
