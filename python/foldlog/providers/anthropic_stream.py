@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from foldlog.errors import StreamProtocolError
+from foldlog.providers.assemble import AssembledText
 from foldlog.providers.base import (
     Chunk,
     Done,
@@ -77,7 +78,7 @@ class _Block:
     call_index: int = -1
 
 
-class MessagesStreamAssembler:
+class MessagesStreamAssembler(AssembledText):
     """Feed decoded stream events; get foldlog chunks. Call :meth:`finish` at a normal end."""
 
     def __init__(self) -> None:
@@ -94,14 +95,6 @@ class MessagesStreamAssembler:
         self.model: str | None = None
 
     # --- what has been assembled so far -----------------------------------------------------
-
-    @property
-    def text(self) -> str:
-        return "".join(self._text)
-
-    @property
-    def reasoning(self) -> str:
-        return "".join(self._reasoning)
 
     @property
     def finished(self) -> bool:

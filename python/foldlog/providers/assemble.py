@@ -89,7 +89,22 @@ class _PendingCall:
     announced: bool = False
 
 
-class ChatStreamAssembler:
+class AssembledText:
+    """What every stream assembler keeps of a reply's text and reasoning, piece by piece."""
+
+    _text: list[str]
+    _reasoning: list[str]
+
+    @property
+    def text(self) -> str:
+        return "".join(self._text)
+
+    @property
+    def reasoning(self) -> str:
+        return "".join(self._reasoning)
+
+
+class ChatStreamAssembler(AssembledText):
     """Feed decoded chunk objects; get foldlog chunks. Call :meth:`finish` at a normal end."""
 
     def __init__(self) -> None:
@@ -104,14 +119,6 @@ class ChatStreamAssembler:
         self._held = ""  # content held back while a tag might still be forming
 
     # --- what has been assembled so far -----------------------------------------------------
-
-    @property
-    def text(self) -> str:
-        return "".join(self._text)
-
-    @property
-    def reasoning(self) -> str:
-        return "".join(self._reasoning)
 
     @property
     def has_output(self) -> bool:
