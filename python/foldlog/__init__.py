@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from foldlog._lazy import lazy_attributes
+from foldlog._lazy import by_module, lazy_attributes
 from foldlog.errors import (
     APIError,
     AuthError,
@@ -36,29 +36,23 @@ from foldlog.errors import (
 )
 
 # public name -> module that defines it; resolved on first attribute access (PEP 562)
-_LAZY: dict[str, str] = {
-    # written once, in Cargo.toml (the extension reports the version it was built as)
-    "__version__": "foldlog._core",
-    "Session": "foldlog.log.session",
-    "Tokenizer": "foldlog.log.tokens",
-    "count_tokens": "foldlog.log.tokens",
-    "Agent": "foldlog.agent.loop",
-    "Options": "foldlog.agent.options",
-    "tool": "foldlog.tools.registry",
-    "Tool": "foldlog.tools.registry",
-    "ToolRegistry": "foldlog.tools.registry",
-    "run_subagent": "foldlog.agent.subagent",
-    "OpenAICompatible": "foldlog.providers",
-    "DeepSeek": "foldlog.providers",
-    "OpenAI": "foldlog.providers",
-    "LocalLlama": "foldlog.providers",
-    "Compactor": "foldlog.compaction.compactor",
-    "CompactionResult": "foldlog.compaction.compactor",
-    "TokenCount": "foldlog.log.tokens",
-    "thaw": "foldlog.log.frozen",
-    # needs the `mcp` extra (its SDK is imported only when a server connects)
-    "MCPServer": "foldlog.mcp.server",
-}
+_LAZY = by_module(
+    {
+        # written once, in Cargo.toml (the extension reports the version it was built as)
+        "foldlog._core": ("__version__",),
+        "foldlog.log.session": ("Session",),
+        "foldlog.log.tokens": ("Tokenizer", "count_tokens", "TokenCount"),
+        "foldlog.agent.loop": ("Agent",),
+        "foldlog.agent.options": ("Options",),
+        "foldlog.tools.registry": ("tool", "Tool", "ToolRegistry"),
+        "foldlog.agent.subagent": ("run_subagent",),
+        "foldlog.providers": ("OpenAICompatible", "DeepSeek", "OpenAI", "LocalLlama"),
+        "foldlog.compaction.compactor": ("Compactor", "CompactionResult"),
+        "foldlog.log.frozen": ("thaw",),
+        # needs the `mcp` extra (its SDK is imported only when a server connects)
+        "foldlog.mcp.server": ("MCPServer",),
+    }
+)
 
 if TYPE_CHECKING:
     from foldlog.agent.loop import Agent

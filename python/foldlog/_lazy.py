@@ -8,6 +8,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 
+def by_module(modules: Mapping[str, tuple[str, ...]]) -> dict[str, str]:
+    """A lazy table written as its type-checking imports read (module -> the names it defines),
+    turned into what `lazy_attributes` looks up (name -> module)."""
+    return {name: module for module, names in modules.items() for name in names}
+
+
 def lazy_attributes(
     namespace: dict[str, Any], lazy: Mapping[str, str]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from foldlog._lazy import lazy_attributes
+from foldlog._lazy import by_module, lazy_attributes
 
-_LAZY: dict[str, str] = {"Agent": "foldlog.agent.loop"}
+_LAZY = by_module(
+    {
+        "foldlog.agent.loop": ("Agent",),
+    }
+)
 
 if TYPE_CHECKING:
     from foldlog.agent.loop import Agent

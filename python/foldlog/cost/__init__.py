@@ -6,19 +6,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from foldlog._lazy import lazy_attributes
+from foldlog._lazy import by_module, lazy_attributes
 
-_LAZY = {
-    "AgentMeter": "foldlog.cost.meter",
-    "Cost": "foldlog.cost.prices",
-    "FALLBACK_PRICES": "foldlog.cost.prices",
-    "Ledger": "foldlog.cost.ledger",
-    "Price": "foldlog.cost.prices",
-    "RequestCost": "foldlog.cost.ledger",
-    "Spend": "foldlog.cost.ledger",
-    "price_request": "foldlog.cost.prices",
-    "session_ledger": "foldlog.cost.ledger",
-}
+_LAZY = by_module(
+    {
+        "foldlog.cost.meter": ("AgentMeter",),
+        "foldlog.cost.prices": ("Cost", "FALLBACK_PRICES", "Price", "price_request"),
+        "foldlog.cost.ledger": ("Ledger", "RequestCost", "Spend", "session_ledger"),
+    }
+)
 
 if TYPE_CHECKING:
     from foldlog.cost.ledger import Ledger, RequestCost, Spend, session_ledger

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from foldlog._lazy import lazy_attributes
+from foldlog._lazy import by_module, lazy_attributes
 from foldlog.providers.base import (
     Chunk,
     Done,
@@ -26,17 +26,19 @@ from foldlog.providers.base import (
 from foldlog.providers.collect import Completion, collect
 
 # public name -> module defining it (PEP 562 lazy attributes: httpx and friends load on use)
-_LAZY: dict[str, str] = {
-    "Anthropic": "foldlog.providers.anthropic",
-    "OpenAICompatible": "foldlog.providers.openai_compat",
-    "DeepSeek": "foldlog.providers.deepseek",
-    "OpenAI": "foldlog.providers.openai",
-    "LocalLlama": "foldlog.providers.local",
-    "LlamaServer": "foldlog.providers.llama_server",
-    "RetryPolicy": "foldlog.providers.retry",
-    "Price": "foldlog.cost.prices",
-    "Scripted": "foldlog.providers.scripted",
-}
+_LAZY = by_module(
+    {
+        "foldlog.providers.anthropic": ("Anthropic",),
+        "foldlog.providers.openai_compat": ("OpenAICompatible",),
+        "foldlog.providers.deepseek": ("DeepSeek",),
+        "foldlog.providers.openai": ("OpenAI",),
+        "foldlog.providers.local": ("LocalLlama",),
+        "foldlog.providers.llama_server": ("LlamaServer",),
+        "foldlog.providers.retry": ("RetryPolicy",),
+        "foldlog.cost.prices": ("Price",),
+        "foldlog.providers.scripted": ("Scripted",),
+    }
+)
 
 if TYPE_CHECKING:
     from foldlog.cost.prices import Price

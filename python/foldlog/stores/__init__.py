@@ -7,13 +7,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from foldlog._lazy import lazy_attributes
+from foldlog._lazy import by_module, lazy_attributes
 from foldlog.stores.base import SessionInfo, SessionStore, StoreWriter
 
-_LAZY: dict[str, str] = {
-    "FileStore": "foldlog.stores.file",
-    "PostgresStore": "foldlog.stores.postgres",
-}
+_LAZY = by_module(
+    {
+        "foldlog.stores.file": ("FileStore",),
+        "foldlog.stores.postgres": ("PostgresStore",),
+    }
+)
 
 if TYPE_CHECKING:
     from foldlog.stores.file import FileStore

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from foldlog._lazy import lazy_attributes
+from foldlog._lazy import by_module, lazy_attributes
 
-_LAZY = {
-    "Instrumentation": "foldlog.telemetry.live",
-    "SpanBuilder": "foldlog.telemetry.spans",
-    "export_session": "foldlog.telemetry.replay",
-    "instrument": "foldlog.telemetry.live",
-    "span_tree": "foldlog.telemetry.tree",
-    "trace_session": "foldlog.telemetry.live",
-}
+_LAZY = by_module(
+    {
+        "foldlog.telemetry.live": ("Instrumentation", "instrument", "trace_session"),
+        "foldlog.telemetry.spans": ("SpanBuilder",),
+        "foldlog.telemetry.replay": ("export_session",),
+        "foldlog.telemetry.tree": ("span_tree",),
+    }
+)
 
 if TYPE_CHECKING:
     from foldlog.telemetry.live import Instrumentation, instrument, trace_session
