@@ -133,6 +133,8 @@ def project(
         m["tool_call_id"] = cid
     if name is not None:
         m["name"] = name
+    if msg.get("isError") is True or msg.get("is_error") is True:
+        m["is_error"] = True  # the core's projection says a call failed (absent when it did not)
     content = msg.get("content")
     text = _text_of(content)
     m["content"] = text if text is not None else dumps(content)
