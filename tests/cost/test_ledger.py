@@ -4,6 +4,7 @@ priced at its recorded model's rates), repaired copies of replies not counted tw
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,3 +57,27 @@ def test_load_repair_copies_are_not_new_requests(tmp_path: Path) -> None:
     assert again.requests == live.requests and again.usage == live.usage
     # the core's statistics count the stored events only: the same sums
     assert loaded.stats()["usage"]["promptTokens"] == again.usage.prompt_tokens
+
+
+def test_the_agents_running_ledger_keeps_totals_not_a_record_per_request() -> None:
+    # a host keeps thousands of idle agents: their ledgers must not grow with every request
+    from foldlog import Agent
+    from foldlog.providers import Scripted
+
+    usage = {"prompt_tokens": 10, "completion_tokens": 2}
+    calls: list[dict[str, Any]] = [
+        {"content": "", "tool_calls": [{"id": f"c{i}", "name": "echo", "arguments": "{}"}], "usage": usage}
+        for i in range(3)
+    ]
+    replies = [*calls, {"content": "done", "usage": usage}]
+
+    def echo() -> str:
+        """Say ok."""
+        return "ok"
+
+    agent = Agent(Scripted(replies), [echo], Session())
+    assert agent.run_sync("go") == "done"
+    spend = agent.meter.spend
+    assert spend.requests == 4 and spend.usage.prompt_tokens == 40
+    assert agent.meter.ledger.requests == []
+    assert len(Ledger.of_events(agent.session.events).requests) == 4  # a report still has them

@@ -144,6 +144,9 @@ class Ledger:
     ``prices``: own prices for that, consulted before `genai-prices`."""
 
     price_missing: bool = True
+    #: keep each request's `RequestCost` in `requests` (a report wants them; the agent's running
+    #: ledger keeps only the totals: an idle session must hold little)
+    keep_requests: bool = True
     prices: Mapping[str, Price] | None = None
     provider: str | None = None
     session: Spend = field(default_factory=Spend)
@@ -200,16 +203,17 @@ class Ledger:
                 )
             seq = event.get("seq")
             turn, step = data.get("turn"), data.get("step")
-            self.requests.append(
-                RequestCost(
-                    seq if isinstance(seq, int) else -1,
-                    turn if isinstance(turn, int) else None,
-                    step if isinstance(step, int) else None,
-                    model,
-                    usage,
-                    cost,
+            if self.keep_requests:
+                self.requests.append(
+                    RequestCost(
+                        seq if isinstance(seq, int) else -1,
+                        turn if isinstance(turn, int) else None,
+                        step if isinstance(step, int) else None,
+                        model,
+                        usage,
+                        cost,
+                    )
                 )
-            )
             self.session.add_request(usage, cost)
             t = self._turn(turn)
             if t is not None:

@@ -53,7 +53,7 @@ class AgentMeter:
         self.currency: str | None = None
         if cost_limit is not None:
             self._require(model)
-        self.ledger = Ledger(prices=self.prices, provider=self.provider)
+        self.ledger = Ledger(prices=self.prices, provider=self.provider, keep_requests=False)
 
     def _require(self, model: str | None) -> None:
         if model != self._checked or model is None:
