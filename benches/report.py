@@ -269,7 +269,10 @@ BOUNDS = {
     "sessions), the Python `json.dumps` body, Python-side copies of the history; idle sessions are "
     "released (4 KiB each). To close the rest: an HTTP client with less machinery per request (one "
     "kept-alive HTTP/1.1 connection per running session over plain asyncio streams, or HTTP/2 "
-    "multiplexing), which is the provider layer's work.",
+    "multiplexing), which is the provider layer's work. Idle memory: 4 KiB per held agent at the "
+    "earlier report, 10–13 KiB in the two runs of 2026-12-01 evening (the peer's own figure moved "
+    "from 4 to 95 KiB between those runs: a settled-RSS difference of this size is noisy); since "
+    "then an agent also holds its cost meter (totals only) and a toolset registry — not profiled.",
     "B2": "the step itself (3 appends + incremental derive) is small; building the request body "
     "(`wire_json()`) serialises the whole history every step, O(size of the session). To close: cache each "
     "message's serialised JSON and send the body as a list of cached chunks.",
