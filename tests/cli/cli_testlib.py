@@ -377,3 +377,17 @@ class FakeOpenAI:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def fake_agent_args(server: FakeOpenAI, workspace: Path) -> list[str]:
+    """The flags of a `foldlog run` / `chat` against `server` in `workspace`."""
+    return [
+        "--provider",
+        "openai-compatible",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "fake-1",
+        "--workspace",
+        str(workspace),
+    ]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from foldlog.log.session import Session
-from tests.cli.cli_testlib import FakeOpenAI, run_cli
+from tests.cli.cli_testlib import FakeOpenAI, fake_agent_args, run_cli
 
 USAGE = {
     "prompt_tokens": 1200,
@@ -51,23 +51,12 @@ def reading_model() -> Iterator[FakeOpenAI]:
     )
 
 
-def _agent_args(server: FakeOpenAI, workspace: Path) -> list[str]:
-    return [
-        "--provider",
-        "openai-compatible",
-        "--base-url",
-        server.base_url,
-        "--model",
-        "fake-1",
-        "--workspace",
-        str(workspace),
-    ]
-
-
 def test_run_streams_answer_tools_and_usage(
     tmp_path: Path, workspace: Path, reading_model: FakeOpenAI
 ) -> None:
-    proc = run_cli("run", "What is the secret word?", *_agent_args(reading_model, workspace), home=tmp_path)
+    proc = run_cli(
+        "run", "What is the secret word?", *fake_agent_args(reading_model, workspace), home=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     assert "Let me look." in proc.stdout and "The secret word is pumpkin." in proc.stdout
     assert "→ read_file" in proc.stderr and "hello.txt" in proc.stderr
@@ -90,7 +79,7 @@ def test_run_streams_answer_tools_and_usage(
 
 
 def test_run_json_and_continue(tmp_path: Path, workspace: Path, reading_model: FakeOpenAI) -> None:
-    proc = run_cli("run", "secret?", "--json", *_agent_args(reading_model, workspace), home=tmp_path)
+    proc = run_cli("run", "secret?", "--json", *fake_agent_args(reading_model, workspace), home=tmp_path)
     assert proc.returncode == 0, proc.stderr
     records = [json.loads(line) for line in proc.stdout.splitlines()]
     kinds = [r["event"] for r in records]
@@ -99,7 +88,7 @@ def test_run_json_and_continue(tmp_path: Path, workspace: Path, reading_model: F
     assert result["event"] == "Result" and result["exit_code"] == 0
     assert result["answer"] == "The secret word is pumpkin." and result["usage"]["requests"] == 2
     # --continue appends a second turn to the same log
-    again = run_cli("run", "and again?", "-c", *_agent_args(reading_model, workspace), home=tmp_path)
+    again = run_cli("run", "and again?", "-c", *fake_agent_args(reading_model, workspace), home=tmp_path)
     assert again.returncode == 0, again.stderr
     session = Session.load(result["path"])
     assert sum(1 for ev in session.events if ev["type"] == "turn/start") == 2
@@ -116,12 +105,12 @@ def test_usage_line_counts_every_request_sent(tmp_path: Path, workspace: Path) -
         {"content": "The secret word is pumpkin.", "usage": None},
     ]
     for server in _serve(replies):
-        proc = run_cli("run", "secret?", *_agent_args(server, workspace), home=tmp_path)
+        proc = run_cli("run", "secret?", *fake_agent_args(server, workspace), home=tmp_path)
         assert proc.returncode == 0, proc.stderr
         assert len(server.requests) == 4
         assert "usage: 4 request(s), 1200 prompt + 30 completion tokens" in proc.stderr
     for server in _serve(replies):
-        proc = run_cli("run", "secret?", "--json", *_agent_args(server, workspace), home=tmp_path)
+        proc = run_cli("run", "secret?", "--json", *fake_agent_args(server, workspace), home=tmp_path)
         assert proc.returncode == 0, proc.stderr
         result = json.loads(proc.stdout.splitlines()[-1])
         assert result["usage"]["requests"] == len(server.requests) == 4
@@ -143,7 +132,7 @@ def test_usage_line_without_a_request_counter_counts_every_usage_source() -> Non
 def test_run_max_steps_exit_3(tmp_path: Path, workspace: Path) -> None:
     for server in _serve([{"content": "", "tool_calls": [("c", "list_dir", "{}")]}]):
         proc = run_cli(
-            "run", "loop forever", "--max-steps", "1", *_agent_args(server, workspace), home=tmp_path
+            "run", "loop forever", "--max-steps", "1", *fake_agent_args(server, workspace), home=tmp_path
         )
         assert proc.returncode == 3, proc.stderr
         assert "stopped" in proc.stderr
@@ -151,7 +140,7 @@ def test_run_max_steps_exit_3(tmp_path: Path, workspace: Path) -> None:
 
 def test_run_provider_refusal_exit_1(tmp_path: Path, workspace: Path) -> None:
     for server in _serve([{"status": 401, "body": '{"error":{"message":"bad key"}}'}]):
-        proc = run_cli("run", "hi", *_agent_args(server, workspace), home=tmp_path)
+        proc = run_cli("run", "hi", *fake_agent_args(server, workspace), home=tmp_path)
         assert proc.returncode == 1
         assert "AuthError" in proc.stderr or "401" in proc.stderr
 
@@ -180,7 +169,7 @@ def test_chat_with_piped_commands(tmp_path: Path, workspace: Path, reading_model
             "never sent",
         ]
     )
-    proc = run_cli("chat", *_agent_args(reading_model, workspace), home=tmp_path, input=script + "\n")
+    proc = run_cli("chat", *fake_agent_args(reading_model, workspace), home=tmp_path, input=script + "\n")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "The secret word is pumpkin." in out
@@ -213,7 +202,7 @@ def _long_answers(summary: str) -> list[dict[str, object]]:
 
 def test_compact_command(tmp_path: Path, workspace: Path) -> None:
     for server in _serve(_long_answers("Summary: the user asked four questions.")):
-        log = _four_long_turns(tmp_path, _agent_args(server, workspace))
+        log = _four_long_turns(tmp_path, fake_agent_args(server, workspace))
         before = Session.load(log)
         stored = log.read_bytes()
         dry = run_cli(
@@ -236,7 +225,7 @@ def test_compact_command(tmp_path: Path, workspace: Path) -> None:
 
 def test_compact_with_a_summary_call(tmp_path: Path, workspace: Path) -> None:
     for server in _serve(_long_answers("The user asked four questions about words.")):
-        args = _agent_args(server, workspace)
+        args = fake_agent_args(server, workspace)
         log = _four_long_turns(tmp_path, args)
         proc = run_cli(
             "compact",
@@ -266,7 +255,7 @@ def test_ctrl_c_cancels_the_turn_exit_130(tmp_path: Path, workspace: Path) -> No
 
     for server in _serve([{"content": "too late", "delay": 20}]):
         proc = subprocess.Popen(
-            [sys.executable, "-m", "foldlog", "run", "take your time", *_agent_args(server, workspace)],
+            [sys.executable, "-m", "foldlog", "run", "take your time", *fake_agent_args(server, workspace)],
             cwd=tmp_path,
             env=cli_env(tmp_path),
             stdout=subprocess.PIPE,
@@ -294,7 +283,7 @@ def test_chat_model_command_moves_the_session_to_the_new_models_tokenizer(
     server = FakeOpenAI([{"content": "hi there", "usage": USAGE}])
     try:
         script = "/model deepseek-v4-flash\nhello\n/quit\n"
-        proc = run_cli("chat", *_agent_args(server, workspace), home=tmp_path, input=script)
+        proc = run_cli("chat", *fake_agent_args(server, workspace), home=tmp_path, input=script)
     finally:
         server.close()
     assert proc.returncode == 0, proc.stderr

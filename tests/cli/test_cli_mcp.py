@@ -8,22 +8,9 @@ import sys
 from pathlib import Path
 
 from foldlog.log.session import Session
-from tests.cli.cli_testlib import FakeOpenAI, run_cli
+from tests.cli.cli_testlib import FakeOpenAI, fake_agent_args, run_cli
 
 TIME_SERVER = str(Path(sys.executable).parent / "mcp-server-time")
-
-
-def _args(server: FakeOpenAI, workspace: Path) -> list[str]:
-    return [
-        "--provider",
-        "openai-compatible",
-        "--base-url",
-        server.base_url,
-        "--model",
-        "fake-1",
-        "--workspace",
-        str(workspace),
-    ]
 
 
 def _time_config() -> dict[str, object]:
@@ -42,7 +29,12 @@ def test_run_with_an_mcp_file_calls_the_server(tmp_path: Path) -> None:
     )
     try:
         proc = run_cli(
-            "run", "what time is it?", "--mcp", str(mcp_file), *_args(server, tmp_path), home=tmp_path
+            "run",
+            "what time is it?",
+            "--mcp",
+            str(mcp_file),
+            *fake_agent_args(server, tmp_path),
+            home=tmp_path,
         )
     finally:
         server.close()
@@ -78,7 +70,7 @@ def test_a_bad_mcp_file_and_a_server_that_cannot_start_are_errors(tmp_path: Path
     ghost.write_text(json.dumps({"mcpServers": {"ghost": {"command": "/nonexistent/server"}}}))
     server = FakeOpenAI([{"content": "never"}])
     try:
-        proc = run_cli("run", "hi", "--mcp", str(ghost), *_args(server, tmp_path), home=tmp_path)
+        proc = run_cli("run", "hi", "--mcp", str(ghost), *fake_agent_args(server, tmp_path), home=tmp_path)
     finally:
         server.close()
     assert proc.returncode == 1
@@ -94,7 +86,9 @@ def test_chat_tools_lists_each_tool_with_its_server_from_foldlog_toml(tmp_path: 
     )
     server = FakeOpenAI([{"content": "hi"}])
     try:
-        proc = run_cli("chat", *_args(server, project), home=tmp_path, cwd=project, input="/tools\n/quit\n")
+        proc = run_cli(
+            "chat", *fake_agent_args(server, project), home=tmp_path, cwd=project, input="/tools\n/quit\n"
+        )
     finally:
         server.close()
     assert proc.returncode == 0, proc.stderr
@@ -123,7 +117,12 @@ def test_run_output_schema_prints_the_validated_json(tmp_path: Path) -> None:
     )
     try:
         proc = run_cli(
-            "run", "best city?", "--output-schema", str(schema), *_args(server, tmp_path), home=tmp_path
+            "run",
+            "best city?",
+            "--output-schema",
+            str(schema),
+            *fake_agent_args(server, tmp_path),
+            home=tmp_path,
         )
     finally:
         server.close()
@@ -132,5 +131,5 @@ def test_run_output_schema_prints_the_validated_json(tmp_path: Path) -> None:
     assert "final_answer" in {t["function"]["name"] for t in server.requests[0]["tools"]}
     bad = tmp_path / "not-json.json"
     bad.write_text("{")
-    proc = run_cli("run", "x", "--output-schema", str(bad), *_args(server, tmp_path), home=tmp_path)
+    proc = run_cli("run", "x", "--output-schema", str(bad), *fake_agent_args(server, tmp_path), home=tmp_path)
     assert proc.returncode == 2 and "--output-schema" in proc.stderr and "not valid JSON" in proc.stderr
