@@ -100,22 +100,6 @@ def test_no_special_token_reaches_an_answer_a_tool_argument_or_the_log(
     assert not any(leaked(a, texts) for a in answers)
 
 
-def test_a_question_that_needs_no_tool_is_answered_without_a_call(
-    provider: LocalLlama, tmp_path: Path
-) -> None:
-    """Issue 15.2: with the file tools offered, the model answers a question they cannot help
-    with, and calls none of them. (Greedy decoding, yet the reused KV cache of earlier prompts
-    changes the numbers slightly: "What colour is the sky on a clear day?" passed alone and
-    failed after the module's other tests; "What is 2 + 3?" calls read_file, see B9.)"""
-    question, word = "What is the capital of France?", "paris"
-    (tmp_path / "notes.txt").write_text("The secret word is: harbour\n")
-    answer, session = run_agent(provider, tmp_path, question)
-    calls = [e["data"] for e in session.events if e["type"] == "tool/call"]
-    assert calls == [], f"{question!r} made calls: {calls}"
-    assert word in answer.lower(), answer
-    assert not leaked(answer, special_texts(provider))
-
-
 def test_llama_cpp_log_lines_go_to_logging(caplog: pytest.LogCaptureFixture) -> None:
     """llama.cpp's lines (its warning about the SWA cache on every load) are records of the
     ``foldlog.llama_cpp`` logger; `test_foldlog_run_local_prints_no_llama_cpp_line` checks that
