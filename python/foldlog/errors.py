@@ -28,6 +28,11 @@ class CorruptLogError(FoldlogError, ValueError):
         self.line = line
 
 
+class NotALogError(CorruptLogError):
+    """A file whose first line is neither a log header nor an event (a note, a binary, a lone torn
+    line, a header behind a byte order mark): refused whole and left as it is, never cut."""
+
+
 class UnsupportedFormatError(FoldlogError, ValueError):
     """A log written by a newer foldlog (unknown header version or required event type)."""
 
@@ -93,6 +98,11 @@ class TokenizerError(FoldlogError, ValueError):
 class ExportError(FoldlogError, ValueError):
     """A session that cannot be written in the format asked for (an unknown format, a session
     the format has no form for: ATIF needs at least one step)."""
+
+
+class TraceExportError(FoldlogError, ConnectionError):
+    """Spans could not be sent to an OTLP collector (unreachable, refusing, answering an error)
+    within the export's time bound. Names the collector's URL and the last reason."""
 
 
 # --- the agent loop ------------------------------------------------------------------------
@@ -208,6 +218,16 @@ class StreamProtocolError(ProviderError, ValueError):
     names the limit. Not retried or replayed: the same request would meet the same answer."""
 
 
+class UnexpectedResponseError(StreamProtocolError):
+    """A 200 answer that is neither the event stream nor the JSON asked for (a captive portal's
+    HTML page, a proxy's notice): named by its content type and first bytes, never retried."""
+
+    def __init__(self, message: str, *, content_type: str, head: str) -> None:
+        super().__init__(message)
+        self.content_type = content_type
+        self.head = head
+
+
 class UnsupportedContentError(ProviderError, ValueError):
     """A message holds a content block the provider or its model cannot take (an image sent to a
     text-only model). Raised before anything is sent; names the message and the block."""
@@ -277,6 +297,7 @@ __all__ = [
     "MCPError",
     "MaxStepsExceeded",
     "MessageIndexError",
+    "NotALogError",
     "NothingToRunError",
     "OutputExistsError",
     "OutputValidationError",
@@ -290,7 +311,9 @@ __all__ = [
     "StreamInterrupted",
     "StreamProtocolError",
     "TokenizerError",
+    "TraceExportError",
     "UncountableValueError",
+    "UnexpectedResponseError",
     "UnknownSeqError",
     "UnsupportedContentError",
     "UnsupportedFormatError",

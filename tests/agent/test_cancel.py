@@ -128,3 +128,37 @@ def test_cancel_when_idle_is_a_no_op(session: Session) -> None:
     agent = Agent(Scripted([reply("ok")]), [], session)
     assert agent.cancel() is False
     assert agent.run_sync("x") == "ok"
+
+
+def test_sigterm_to_a_library_run_through_the_documented_handler(session: Session) -> None:
+    """A library user's own SIGTERM handler: ``loop.add_signal_handler(SIGTERM, agent.cancel)``
+    (docs/hooks.md, "Cancelling a run") behaves as Ctrl-C does in the CLI: partial text logged,
+    the turn ``aborted``, ``run`` raises `RunCancelled`. A real signal, sent to this process."""
+    import os
+    import signal
+
+    agent: Agent
+    texts: list[str] = []
+
+    def sink(ev: Any) -> None:
+        if isinstance(ev, Text):
+            texts.append(ev.text)
+            if len(texts) == 3:  # mid-stream
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, agent.cancel)
+        try:
+            await agent.run("talk")
+        finally:
+            loop.remove_signal_handler(signal.SIGTERM)
+
+    agent = Agent(Scripted([reply("Hello there, partial", hang=True)]), [], session, sink=sink)
+    with pytest.raises(RunCancelled):
+        asyncio.run(main())
+    msg = of_type(session, "assistant/message")[-1]["data"]
+    assert msg["interrupted"] is True and msg["message"]["content"] == "".join(texts)
+    assert msg["message"]["content"].startswith("Hello")
+    assert of_type(session, "turn/end")[-1]["data"]["reason"]["kind"] == "aborted"
+    _assert_closed_validly(session)

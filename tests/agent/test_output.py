@@ -226,3 +226,69 @@ def test_pydantic_is_imported_only_for_a_pydantic_output_type() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "P(x=3) False"
+
+
+# --- every invalid answer is a retry; what the docs accept is accepted (issue #26, item 6) ---
+
+
+def test_final_answer_arguments_that_are_not_json_count_as_retries() -> None:
+    """Before: the runner refused the arguments before the tool saw them, no retry was counted,
+    and the run went on to the step limit (11 requests, then `MaxStepsExceeded`)."""
+    bad = {"tool_calls": [{"id": "f", "name": "final_answer", "arguments": "{name: Oslo"}]}
+    provider = Scripted([bad] * 11)
+    agent = Agent(provider, options=Options(max_steps=10))
+    with pytest.raises(OutputValidationError) as info:
+        agent.run_sync("The capital of Norway?", output_type=City)
+    assert len(provider.requests) == 3  # the answer and its two retries
+    err = info.value
+    assert "after 2 retries" in str(err) and "not JSON" in str(err)
+    assert err.reply == "{name: Oslo"
+    results = events(agent, "tool/result")
+    assert all(
+        r["message"]["isError"] and "invalid JSON arguments" in r["message"]["content"] for r in results
+    )
+    assert events(agent, "turn/end")[-1]["reason"]["kind"] == "error"
+
+
+def test_final_answer_arguments_that_are_not_an_object_count_as_retries() -> None:
+    bad = {"tool_calls": [{"id": "f", "name": "final_answer", "arguments": "[1, 2]"}]}
+    agent = Agent(Scripted([bad] * 3), options=Options(output_retries=1))
+    with pytest.raises(OutputValidationError, match="must be a JSON object"):
+        agent.run_sync("pair", output_type=Pair)
+
+
+def test_a_fenced_json_block_inside_other_text_is_accepted() -> None:
+    text = 'Here is the answer:\n\n```json\n{"name": "Oslo", "population": 709000}\n```\n\nHope that helps!'
+    agent = Agent(Scripted([{"content": text}]))
+    assert agent.run_sync("The capital of Norway?", output_type=City) == City("Oslo", 709000)
+    assert events(agent, "output/validated")[0]["retries"] == 0
+
+
+def test_which_fenced_block_is_the_answer() -> None:
+    from foldlog.agent.output import parse_json_text
+
+    # an unlabelled block counts when no block is labelled json; a labelled one wins over it
+    assert parse_json_text("Result:\n```\n[1, 2]\n```") == ([1, 2], None)
+    assert parse_json_text('```python\nx = 1\n```\nand\n```json\n{"a": 1}\n```') == ({"a": 1}, None)
+    value, why = parse_json_text('one\n```json\n{"a": 1}\n```\ntwo\n```json\n{"a": 2}\n```')
+    assert value is None and why is not None and "2 fenced JSON blocks" in why
+    value, why = parse_json_text("no json here")
+    assert value is None and why is not None and why.startswith("the reply is not JSON")
+
+
+def test_two_final_answers_in_one_reply_get_an_error_asking_for_one() -> None:
+    from foldlog.agent.output import MULTIPLE
+
+    two = {
+        "tool_calls": [
+            {"id": "f1", "name": "final_answer", "arguments": {"name": "Oslo", "population": 709000}},
+            {"id": "f2", "name": "final_answer", "arguments": {"name": "Bergen", "population": 291000}},
+        ]
+    }
+    agent = Agent(Scripted([two, final({"name": "Oslo", "population": 709000}, "f3")]))
+    assert agent.run_sync("The capital of Norway?", output_type=City) == City("Oslo", 709000)
+    results = [r["message"] for r in events(agent, "tool/result")]
+    assert [r["isError"] for r in results] == [True, True, False]
+    assert results[0]["content"] == results[1]["content"] == MULTIPLE.format(n=2)
+    assert "exactly once" in results[0]["content"]
+    assert events(agent, "output/validated")[0]["retries"] == 1  # one invalid reply, one retry

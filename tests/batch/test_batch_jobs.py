@@ -18,7 +18,6 @@ from foldlog.compaction import Compactor
 from foldlog.compaction.summary import NoSummary
 from foldlog.errors import ConfigError
 from foldlog.interchange.exports import export
-from foldlog.log.tokens import DEFAULT_MODEL
 from tests.batch.conftest import GRID, corpus_root
 
 
@@ -39,7 +38,11 @@ def test_stats_row_is_the_session_api(corpus_logs: Path) -> None:
         )
         assert row["messages_assistant"] == stats["messages"].get("assistant", 0)
         assert row["tool_calls"] == stats["tool_calls"] and row["compactions"] == stats["compactions"]
-        assert row["tokens"] == int(s.token_count(DEFAULT_MODEL)) and row["tokens_exact"] is True
+        # counted as the session's own model (`Session.counting_model`): a Claude session by the
+        # calibrated estimate, never called exact; a Codex or τ-bench one by its model's tokenizer
+        tokens = s.token_count()
+        assert row["tokens"] == int(tokens) and row["tokens_exact"] is tokens.exact
+        assert (row["tokenizer"], row["tokens_model"]) == (s.tokenizer().name, s.counting_model())
         assert row["prompt_tokens"] == stats["usage"]["promptTokens"]
         assert row["needs_repair"] == s.normalized_dirty
         # what `log inspect` reports: each reply at the model that answered it (imported
@@ -76,7 +79,7 @@ def test_compact_eval_rows_are_the_compactors_plan_and_mechanical_fold(corpus_lo
     ]
     for point, row in zip(GRID, rows, strict=True):
         s = Session.load(path)
-        s.model = DEFAULT_MODEL
+        s.model = s.counting_model()  # the session's own model, as the job counts
         compactor = Compactor(s, NoSummary(point.window), point.settings())
         preview = compactor.plan()
         result = asyncio.run(compactor.compact("manual"))

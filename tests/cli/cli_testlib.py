@@ -82,6 +82,10 @@ def check_well_formed(events: list[Any]) -> None:
             assert t not in ("user/message", "assistant/message", "tool/result", "system/message"), t
         elif ev.surface_op == "append":
             surface.append(seq)
+        elif ev.surface_op["op"] == "reset":  # a context started over: keep + this event
+            keep = ev.surface_op["keep"]
+            assert [s for s in surface if s in keep] == keep
+            surface = [*keep, seq]
         else:
             op = ev.surface_op
             assert op["op"] == "fold"
@@ -279,7 +283,8 @@ class FakeOpenAI:
     """Serves ``/v1/chat/completions`` from a list of replies; keeps every request body.
 
     A reply is ``{"content": str, "tool_calls": [(id, name, arguments)], "usage": {...}}`` or
-    ``{"status": 401, "body": "..."}``. When the list runs out the last reply repeats.
+    ``{"status": 401, "body": "..."}``; ``"delay": s`` waits before answering, ``"stall": s``
+    after the text, before the end of the stream. When the list runs out the last reply repeats.
     """
 
     def __init__(self, replies: list[dict[str, Any]]) -> None:
@@ -288,6 +293,7 @@ class FakeOpenAI:
 
         self.replies = list(replies)
         self.requests: list[dict[str, Any]] = []
+        self.stalled = False  # a reply with "stall": its text was sent, its end held back
         outer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -314,6 +320,14 @@ class FakeOpenAI:
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
                 for chunk in outer.chunks(reply, body.get("model", "fake")):
+                    if reply.get("stall") and chunk["choices"][0]["finish_reason"]:
+                        # the text so far reaches the client, then the model stalls (to stop it
+                        # mid-stream); `stalled` tells the test it may
+                        import time
+
+                        self.wfile.flush()
+                        outer.stalled = True
+                        time.sleep(float(reply["stall"]))
                     self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()

@@ -90,6 +90,9 @@ async def _grow_and_fold(msgs: list[dict[str, Any]], window: int) -> tuple[int, 
         preview = c.plan(force=force)
         settings = {"context_window": window, "force": force}
         check_plan(s.derive_messages(), preview.plan, settings, digest_indices(s))
+        before = s.derive_messages()
+        released = {before[i]["content"] for i in preview.plan.released} & set(digests)
+        digests = [d for d in digests if d not in released]  # folded again by the kept-overflow rule
         result = await c.compact("manual", force=force)
         if not preview.should_fold:
             assert result is None

@@ -230,6 +230,10 @@ def test_surface_rewrites_the_formats_cannot_say_are_named_in_the_warnings() -> 
     assert any("1 pruned copy(ies) of tool results left out" in w for w in codex.warnings)
     assert "a long output" in codex.text and "[elided]" not in codex.text
     s.replace([{"role": "user", "content": "start over"}])
-    claude = export(s, "claude-code")
-    assert any("surface reset" in w for w in claude.warnings)
+    assert any("surface reset" in w for w in export(s, "codex").warnings)
+    claude = export(s, "claude-code")  # Claude Code starts the context over at a new root
+    assert not any("surface reset" in w for w in claude.warnings)
     assert claude.text.count('"type": "user"') == 3  # q, the original result, start over
+    restart = json.loads(claude.text.splitlines()[-1])
+    assert restart["message"]["content"] == "start over" and restart["parentUuid"] is None
+    assert "logicalParentUuid" not in restart

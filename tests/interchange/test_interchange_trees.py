@@ -439,7 +439,7 @@ def test_codex_cut_short_tasks_end_aborted_and_events_keep_line_times(corpus: Pa
     assert aborted_total >= 1  # one in the corpus (its last task is open at the end: not aborted)
 
 
-def test_messages_on_no_thread_are_reported(tmp_path: Path) -> None:
+def test_a_root_the_session_did_not_go_on_from_is_a_branch_never_lost(tmp_path: Path) -> None:
     path = rewind_session(tmp_path / "rewind.jsonl")
     recs = records(path)
     stray = {
@@ -449,8 +449,17 @@ def test_messages_on_no_thread_are_reported(tmp_path: Path) -> None:
         "message": {"role": "user", "content": "a new root"},
     }
     path.write_text("".join(json.dumps(r) + "\n" for r in [*recs[:3], stray, *recs[3:]]), encoding="utf-8")
-    (conv,) = convert("claude-code", path, branches="all")
-    assert "a new root" not in user_texts(conv) and all(
-        "a new root" not in user_texts(c) for c in conv.children
+    (conv,) = convert("claude-code", path)
+    assert "a new root" not in user_texts(conv)
+    assert "branch at line 4: 1 records (an abandoned branch: --branches all imports it as a fork)" in (
+        conv.left_out
     )
-    assert conv.left_out == ["1 message(s) on no thread: under another root than the session's"]
+    (conv,) = convert("claude-code", path, branches="all")
+    (fork,) = [c for c in conv.children if "a new root" in user_texts(c)]
+    # the new root starts the model's context over: a reset, after the history it followed
+    (restart,) = [
+        ev for ev in fork.events if ev.type == "user/message" and ev.data["content"] == "a new root"
+    ]
+    assert restart.surface_op == {"op": "reset", "keep": []}
+    assert not any("on no thread" in line for line in conv.left_out)
+    check_well_formed(fork.events)

@@ -297,7 +297,7 @@ class Agent(HookPoints):
         step = 0
         steps_used = 0
         grace = False
-        answer_now = False  # the loop guard refused a repeated call: no tools on the next request
+        answer_now = False  # the loop guard saw a call make no progress: no tools on the next request
         stream_retries = 0
         answer = ""
         try:
@@ -332,27 +332,27 @@ class Agent(HookPoints):
                         rec.fill_results(NOT_RUN_GRACE)
                         rec.close_step()
                         raise _TurnEnd("max-steps", {"steps": steps_used})
+                    if self._output is not None:
+                        self._output.begin_batch(calls)
                     await self._run_tools(turn, step, calls)
-                    answer_now = answer_now or self._runner.refused_repeat
+                    answer_now = answer_now or self._runner.no_progress
                     rec.close_step()
                     if self._output is not None and self._output_settled(turn, step):
                         raise _TurnEnd("completed")
                     await self._maybe_compact()
-                    limit = self.options.max_steps
-                    if limit is not None and steps_used >= limit:
-                        if not self.options.grace_step:
-                            raise _TurnEnd("max-steps", {"steps": steps_used})
-                        grace = True
+                    grace = self._next_step(steps_used, grace)
                     continue
                 rec.close_step()
                 answer = content
                 if self._output is not None and not self._output_answer(turn, step, content):
-                    continue  # not valid: the retry message goes into the next step
-                await self._turn_stopping(turn, answer)
-                if self.inbox.has_steering():
+                    # not valid: the retry message goes into the next step, a step like any other
+                    grace = self._next_step(steps_used, grace)
                     continue
-                await self._maybe_compact()
+                await self._turn_stopping(turn, answer)
+                if not self.inbox.has_steering():
+                    await self._maybe_compact()
                 if self.inbox.has_steering():
+                    grace = self._next_step(steps_used, grace)
                     continue
                 raise _TurnEnd("completed")
         except _TurnEnd as end:
@@ -379,11 +379,20 @@ class Agent(HookPoints):
                 raise RunCancelled(f"turn {turn} was cancelled") from None
             raise
         except BaseException as e:
-            # Provider errors after retries, hook errors, anything else: close the turn validly.
-            rec.fill_results(FAILED_BEFORE)
-            rec.close_step()
-            rec.end_turn(turn, "error", {"message": f"{type(e).__name__}: {e}"}, f"{type(e).__name__}: {e}")
+            # Provider errors after retries, hook errors, a reply the log refused, anything else:
+            # close the turn validly.
+            rec.fail(turn, e, FAILED_BEFORE)
             raise
+
+    def _next_step(self, steps_used: int, grace: bool) -> bool:
+        """Whether the next step of the turn is the grace step; ends the turn ``max-steps`` when
+        there may be none. Every step counts against ``max_steps``, whatever continues the turn
+        (tool calls, steering, a ``turn_stopping`` hook, an output retry): after the grace step
+        no step follows."""
+        limit = self.options.max_steps
+        if grace or (limit is not None and steps_used >= limit and not self.options.grace_step):
+            raise _TurnEnd("max-steps", {"steps": steps_used})
+        return limit is not None and steps_used >= limit
 
     # --- typed output (the rules are in agent/output.py) -----------------------------------
 
@@ -392,6 +401,7 @@ class Agent(HookPoints):
         its retries ran out)."""
         out = self._output
         assert out is not None
+        out.end_batch()
         if out.failure is not None:
             raise out.failure
         if not out.accepted:

@@ -11,9 +11,11 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
-from foldlog.compaction.settings import CompactionOptions, CompactionSettings
-from foldlog.errors import ConfigError
+from foldlog.compaction.settings import CompactionOptions, CompactionSettings, check_int, check_number
+from foldlog.errors import ConfigTypeError
 from foldlog.tools.host import ARGUMENT_LIMIT, ToolLimits
+
+_OWNER = "Options"
 
 
 @dataclass(slots=True)
@@ -64,20 +66,25 @@ class Options(CompactionOptions):
     output_retries: int = 2
 
     def __post_init__(self) -> None:
-        if self.max_steps is not None and self.max_steps < 1:
-            raise ConfigError(f"Options.max_steps must be >= 1 or None, got {self.max_steps}")
-        if self.max_parallel_tools < 1:
-            raise ConfigError(f"Options.max_parallel_tools must be >= 1, got {self.max_parallel_tools}")
-        if self.tool_output_limit < 64:
-            raise ConfigError(f"Options.tool_output_limit must be >= 64, got {self.tool_output_limit}")
-        if self.tool_argument_limit is not None and self.tool_argument_limit < 1:
-            raise ConfigError(
-                f"Options.tool_argument_limit must be >= 1 or None, got {self.tool_argument_limit}"
-            )
-        if self.tool_timeout is not None and self.tool_timeout <= 0:
-            raise ConfigError(f"Options.tool_timeout must be > 0 or None, got {self.tool_timeout}")
-        if self.output_retries < 0:
-            raise ConfigError(f"Options.output_retries must be >= 0, got {self.output_retries}")
+        # every bad value is refused here, naming the option, not later by whatever first uses it
+        check_int(_OWNER, "max_steps", self.max_steps, 1, optional=True)
+        check_int(_OWNER, "max_parallel_tools", self.max_parallel_tools, 1)
+        check_int(_OWNER, "tool_output_limit", self.tool_output_limit, 64)
+        check_int(_OWNER, "tool_argument_limit", self.tool_argument_limit, 1, optional=True)
+        check_number(_OWNER, "tool_timeout", self.tool_timeout, 0.0, inclusive=False, optional=True)
+        # 0 is not "unknown" here: None is (the provider's window)
+        check_int(_OWNER, "context_window", self.context_window, 1, optional=True)
+        check_int(_OWNER, "max_tokens", self.max_tokens, 1, optional=True)
+        check_number(_OWNER, "temperature", self.temperature, 0.0, optional=True)
+        check_int(_OWNER, "max_stream_retries", self.max_stream_retries, 0)
+        check_number(_OWNER, "cost_limit", self.cost_limit, 0.0, optional=True)
+        check_int(_OWNER, "token_budget", self.token_budget, 0, optional=True)
+        check_int(_OWNER, "output_retries", self.output_retries, 0)
+        for flag in ("grace_step", "debug_invariants", "record_chunks", "release_when_idle"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ConfigTypeError(f"Options.{flag} must be True or False, got {getattr(self, flag)!r}")
+        if self.model is not None and not isinstance(self.model, str):
+            raise ConfigTypeError(f"Options.model must be a string or None, got {type(self.model).__name__}")
         CompactionOptions.__post_init__(self)  # (zero-argument super() fails in a slots dataclass)
 
     @property

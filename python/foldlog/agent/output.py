@@ -12,11 +12,14 @@ How the model gives the answer:
   tool calls is the JSON answer;
 - **final-answer tool** otherwise (any chat-completions endpoint): a ``final_answer`` tool whose
   arguments are the answer is offered beside the other tools; its call ends the turn. A plain
-  text reply that is valid JSON for the schema is accepted too.
+  text reply that is valid JSON for the schema is accepted too, as is one fenced JSON block in a
+  reply of other text (`parse_json_text`).
 
 A reply that does not validate goes back to the model naming the failing fields (as the tool's
 error result, or a user message with ``source: "output-retry"``), up to
-``Options.output_retries`` times within the step budget; then
+``Options.output_retries`` times within the step budget; every invalid answer counts, whether the
+schema refused it, its arguments were not JSON, or one reply called ``final_answer`` more than
+once (each such call gets an error result asking for one); then
 :class:`~foldlog.errors.OutputValidationError`. The accepted answer is logged as an
 ``output/validated`` event (docs/log-format.md) before the turn ends.
 """
@@ -26,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +40,7 @@ from foldlog.tools.schema import SchemaError, _is_typeddict, convert, type_schem
 
 if TYPE_CHECKING:
     from foldlog.agent.recorder import StepRecorder
+    from foldlog.providers.base import ToolCall
     from foldlog.tools.registry import ToolRegistry
 
 FINAL_TOOL = "final_answer"
@@ -52,7 +56,13 @@ RETRY_TEXT = (
     "matching the required schema{how}.]"
 )
 ACCEPTED = "final answer accepted"
+MULTIPLE = (
+    "error: final_answer was called {n} times in one reply; none was taken. Call final_answer "
+    "exactly once, with your one answer."
+)
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n?```\s*$", re.DOTALL)
+#: a fenced block anywhere in a reply: its label (``json`` or none) and its body
+_FENCED_BLOCK = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n(.*?)\n?[ \t]*```", re.DOTALL)
 
 
 def _is_pydantic_model(tp: Any) -> bool:
@@ -160,7 +170,12 @@ class _FinalAnswerTool(Tool):
 
 
 def parse_json_text(text: str) -> tuple[Any, str | None]:
-    """A reply's JSON value (a fenced ``json`` block too), or the reason it is none."""
+    """A reply's JSON value, or the reason it is none.
+
+    The value is the whole reply, or the whole reply fenced (```` ```json ````), or else the one
+    fenced block inside other text ("Here it is: ```json {…}``` Hope that helps."): the one
+    labelled ``json``, or the one unlabelled block when none is. Several candidate blocks are
+    refused (which one is the answer is not ours to guess)."""
     raw = text.strip()
     fenced = _FENCE.match(raw)
     if fenced:
@@ -170,7 +185,19 @@ def parse_json_text(text: str) -> tuple[Any, str | None]:
     try:
         return json.loads(raw), None
     except ValueError as e:
-        return None, f"the reply is not JSON ({e})"
+        whole = e
+    blocks = [(label.lower(), body.strip()) for label, body in _FENCED_BLOCK.findall(raw)]
+    candidates = [body for label, body in blocks if label == "json"] or [
+        body for label, body in blocks if not label
+    ]
+    if len(candidates) > 1:
+        return None, f"the reply holds {len(candidates)} fenced JSON blocks; give exactly one"
+    if not candidates:
+        return None, f"the reply is not JSON ({whole})"
+    try:
+        return json.loads(candidates[0]), None
+    except ValueError as e:
+        return None, f"the fenced block in the reply is not JSON ({e})"
 
 
 class OutputRun:
@@ -186,6 +213,11 @@ class OutputRun:
         self.answered = False  # a turn of this run ended with an accepted answer
         self.failure: OutputValidationError | None = None
         self.pending: str | None = None  # the retry message for the next step
+        # the tool batch in progress: its final_answer calls, how many reached the tool, and
+        # whether an invalid answer was counted for it (one retry per reply, however many calls)
+        self._finals: list[str] = []
+        self._invoked = 0
+        self._counted = False
         self._added = False
         self.tool: Tool | None = None
         if not native:
@@ -224,7 +256,27 @@ class OutputRun:
 
     # --- answers --------------------------------------------------------------------------
 
+    def begin_batch(self, calls: Sequence[ToolCall]) -> None:
+        """Before a reply's tool calls run: note its ``final_answer`` calls."""
+        self._finals = [c.arguments for c in calls if c.name == FINAL_TOOL]
+        self._invoked = 0
+        self._counted = False
+
+    def end_batch(self) -> None:
+        """After the batch: a ``final_answer`` call that never reached the tool (arguments that
+        are not a JSON object, too large, a policy refusal) is an invalid answer too."""
+        if self._finals and not self.accepted and not self._counted:
+            arguments = self._finals[0]
+            self._reject(arguments, [_not_run_reason(arguments)])
+        self._finals = []
+
     def _final_answer(self, **arguments: Any) -> ToolOutcome:
+        self._invoked += 1
+        if len(self._finals) > 1:  # one reply, several answers: none is taken
+            message = MULTIPLE.format(n=len(self._finals))
+            if not self._counted:
+                self._reject(json.dumps(arguments, ensure_ascii=False, default=str), [f"$: {message[7:]}"])
+            return ToolOutcome(message, is_error=True)
         value, errors = self.spec.check(arguments)
         if not errors:
             self._accept(value)
@@ -254,6 +306,7 @@ class OutputRun:
 
     def _reject(self, reply: str, errors: list[str]) -> None:
         self.failures += 1
+        self._counted = True
         if self.failures > self.retries:
             self.failure = OutputValidationError(
                 f"the final answer did not validate as {self.spec.name} after {self.retries} "
@@ -292,6 +345,18 @@ class OutputRun:
                 "value": to_json(value),
             },
         )
+
+
+def _not_run_reason(arguments: str) -> str:
+    """Why a ``final_answer`` call did not reach the tool, as an error line."""
+    raw = arguments.strip()
+    try:
+        value = json.loads(raw) if raw else {}
+    except ValueError as e:
+        return f"$: the final_answer arguments are not JSON ({e})"
+    if not isinstance(value, dict):
+        return f"$: the final_answer arguments must be a JSON object, got {type(value).__name__}"
+    return "$: the final_answer call was not run (its result says why)"
 
 
 def to_json(value: Any) -> Any:

@@ -11,12 +11,13 @@ importers' collects a batch for `Session.append_events`
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from foldlog.events import Steer, ToolDispatch, ToolResult, TurnDone, TurnStarted
-from foldlog.log.text import display_text
+from foldlog.log.text import clean_text, display_text
 from foldlog.tools.content import render_text
 
 if TYPE_CHECKING:
@@ -29,6 +30,8 @@ SurfaceOp = str | dict[str, Any]
 Append = Callable[[str, dict[str, Any], "SurfaceOp | None", "Sequence[int] | None"], int]
 #: a tool call as the log keeps it: ``(call id, tool name, raw JSON arguments)``
 CallSpec = tuple[str, str, str]
+
+_log = logging.getLogger("foldlog.agent")
 
 CANCELLED_BEFORE = "error: cancelled before execution"
 CANCELLED_DURING = "error: cancelled during execution"
@@ -206,8 +209,8 @@ class StepRecorder:
     ) -> None:
         """The assistant message of a finished stream (``cost``: its priced usage, `foldlog.cost`)."""
         message = assistant_message(
-            content,
-            reasoning="".join(reply.reasoning) if reply.reasoning else None,
+            clean_text(content)[0],
+            reasoning=clean_text("".join(reply.reasoning))[0] if reply.reasoning else None,
             calls=[(c.id, c.name, c.arguments) for c in calls],
             thinking_blocks=reply.thinking_blocks,
         )
@@ -220,8 +223,8 @@ class StepRecorder:
     def partial(self, turn: int, step: int, fallback: str = "") -> None:
         """Keep the text of a stream that stopped early as an interrupted assistant message."""
         reply = self.open.reply if self.open is not None else None
-        text = ("".join(reply.text) if reply is not None else "") or fallback
-        reasoning = "".join(reply.reasoning) if reply is not None else ""
+        text = clean_text(("".join(reply.text) if reply is not None else "") or fallback)[0]
+        reasoning = clean_text("".join(reply.reasoning) if reply is not None else "")[0]
         if self.open is not None:
             self.open.reply = None
         if not text and not reasoning:
@@ -280,6 +283,23 @@ class StepRecorder:
         self.events.turn_end(turn, kind, detail)
         self.session.flush()
         self.emit(TurnDone(turn, kind, error))
+
+    def fail(self, turn: int, error: BaseException, not_run: str) -> None:
+        """Close a turn that failed (``error``), whatever failed: calls without a result get
+        ``not_run``, the open step's partial reply is kept, and ``turn/end`` says ``error``. When
+        the failure was in writing the log itself (the reply could not be recorded), what cannot
+        be written is left out and the step and turn are still closed, so the next run never
+        starts inside this turn."""
+        message = clean_text(f"{type(error).__name__}: {error}")[0]
+        try:
+            self.fill_results(not_run)
+            self.close_step()
+        except Exception:
+            _log.warning("turn %d: could not record the failed step's remains", turn, exc_info=True)
+            st, self.open = self.open, None
+            if st is not None:
+                self.events.step_end(st.turn, st.step)
+        self.end_turn(turn, "error", {"message": message}, message)
 
     def abort(self, turn: int, done: Mapping[int, CallResult], started: set[int]) -> None:
         """Close a cancelled turn: finished calls keep their results, the others are cancelled."""

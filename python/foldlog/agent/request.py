@@ -7,6 +7,7 @@ logged on the first request and whenever the model, the tools or the params chan
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from foldlog.errors import InvariantError, StreamInterrupted
 from foldlog.events import Reasoning, Text, ToolDispatch
 from foldlog.hooks import StreamContext, run_waterfall, stream_decision
+from foldlog.log.text import SurrogateJoiner, clean_text
 from foldlog.providers.base import Request, chunk_data
 from foldlog.providers.content import ContentScan
 
@@ -109,9 +111,21 @@ async def read_stream(
     chunk when ``reply.chunks`` is kept). Raises `StreamInterrupted` for a stream that ended
     without a finish reason."""
     recorded = reply.chunks
+    # text is made valid Unicode as it comes (a pair split across pieces joined, a lone surrogate
+    # replaced: `foldlog.log.text`), so what the sink shows and the log keeps never holds one
+    text, reasoning = SurrogateJoiner(), SurrogateJoiner()
     try:
         async for chunk in stream:
             kind = chunk.kind
+            if kind in ("text", "reasoning"):
+                piece = (text if kind == "text" else reasoning).feed(chunk.text)
+                if not piece:
+                    continue
+                if piece != chunk.text:
+                    chunk = dataclasses.replace(chunk, text=piece)
+            elif kind == "tool_call" and not chunk.call.arguments.isascii():
+                args = clean_text(chunk.call.arguments)[0]
+                chunk = dataclasses.replace(chunk, call=dataclasses.replace(chunk.call, arguments=args))
             if recorded is not None:
                 data = {"turn": turn, "step": step, "chunk": chunk_data(chunk)}
                 recorded.append(recorder.append("assistant/chunk", data))
@@ -134,6 +148,11 @@ async def read_stream(
             elif kind == "error":
                 raise chunk.error
     finally:
+        # a high surrogate held back at the end had no pair: U+FFFD (an interrupted reply keeps it)
+        for joiner, pieces in ((text, reply.text), (reasoning, reply.reasoning)):
+            rest = joiner.flush()
+            if rest:
+                pieces.append(rest)
         aclose = getattr(stream, "aclose", None)  # an async generator's; a plain iterator has none
         if aclose is not None:
             await aclose()

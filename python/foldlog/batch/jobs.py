@@ -38,10 +38,13 @@ class JobSpec:
     """What a job does to each item: sent once to every worker (it must pickle).
 
     ``model``: the tokenizer (and, without a logged model, the price) sessions are counted
-    with; ``grid``: compact-eval's points; ``summary_provider``: a zero-argument factory of the
-    provider compact-eval summarises with (``None``: mechanical folds only); ``out_dir``: where
+    with (default: each session's own, `Session.counting_model`); ``grid``: compact-eval's
+    points; ``summary_provider``: a zero-argument factory of the provider compact-eval
+    summarises with (``None``: mechanical folds only); ``out_dir``: where
     ``import`` writes logs and ``export`` writes files; ``export_format`` / ``wire``: export's
-    format and normalizer; ``force``: overwrite existing files.
+    format and normalizer; ``force``: overwrite existing files; ``branches``: what ``import``
+    does with a transcript's abandoned branches (`foldlog.interchange.BRANCHES`, as ``log
+    import --branches``).
     """
 
     job: JobName
@@ -52,11 +55,16 @@ class JobSpec:
     export_format: str = "openai"
     wire: bool = False
     force: bool = False
+    branches: str = "current"
+    #: compact-eval: probe survival (tier 0) columns, docs/compaction-benchmark.md
+    probes: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
 
 def run_item(spec: JobSpec, item: Item) -> list[Row]:
     """The rows of one item; never raises for a bad session (its row holds the error)."""
+    if spec.job == "import" and item.kind == "foreign":
+        return _import_transcripts(spec, item)
     rows: list[Row] = []
     try:
         for index, name, loaded in _sessions(item):
@@ -141,10 +149,9 @@ def logged_model(session: Session) -> str | None:
 
 
 def _stats(spec: JobSpec, item: Item, session: Session, recorded: Session | None) -> list[Row]:
-    from foldlog.log.tokens import DEFAULT_MODEL
-
     stats = session.stats()
-    model = spec.model or DEFAULT_MODEL
+    # counted as --model, else as the model the log names (the session's one rule)
+    model = session.counting_model(spec.model)
     tokens = session.token_count(model)
     usage = stats["usage"]
     billed = logged_model(session)
@@ -162,6 +169,7 @@ def _stats(spec: JobSpec, item: Item, session: Session, recorded: Session | None
         "tokens": int(tokens),
         "tokens_exact": bool(tokens.exact),
         "tokenizer": session.tokenizer(model).name,
+        "tokens_model": model,
         "prompt_tokens": int(usage.get("promptTokens", 0)),
         "completion_tokens": int(usage.get("completionTokens", 0)),
         "cache_hit_tokens": int(usage.get("cacheHitTokens", 0)),
@@ -181,9 +189,8 @@ def _stats(spec: JobSpec, item: Item, session: Session, recorded: Session | None
 
 def _compact_eval(spec: JobSpec, item: Item, session: Session, recorded: Session | None) -> list[Row]:
     from foldlog.log.session import Session as SessionClass
-    from foldlog.log.tokens import DEFAULT_MODEL
 
-    model = spec.model or DEFAULT_MODEL
+    model = session.counting_model(spec.model)  # --model, else the log's (the session's rule)
     session.model = model
     tokens = session.token_count(model)  # counts every message once; the bytes below keep the counts
     data = session.to_bytes()
@@ -204,7 +211,9 @@ async def _evaluate(spec: JobSpec, session: Session, point: GridPoint, tokens: i
     real auto-compaction trigger run for ``stuck_limit`` steps to see whether its stuck guard
     latches (the folded surface still past the trigger)."""
     from foldlog.compaction import Compactor
+    from foldlog.compaction.probes import probes_for_plan
     from foldlog.compaction.summary import NoSummary
+    from foldlog.compaction.survival import after_fold
     from foldlog.events import Usage as UsageEvent
 
     settings = point.settings()
@@ -218,7 +227,10 @@ async def _evaluate(spec: JobSpec, session: Session, point: GridPoint, tokens: i
     try:
         compactor = Compactor(session, provider, settings, emit)
         preview = compactor.plan(force=False)
+        probes = probes_for_plan(session, preview) if spec.probes else []
         result = await compactor.compact("manual", force=False)
+        # tier 0 on the surface right after the fold (before the stuck-guard steps below)
+        survival = after_fold(probes, session, preview.tokens_before, result) if spec.probes else None
         summary_usage = list(usage)
         stuck = False
         if result is not None and result.folded:
@@ -247,6 +259,8 @@ async def _evaluate(spec: JobSpec, session: Session, point: GridPoint, tokens: i
         "mechanical": bool(result.mechanical) if result is not None else None,
         "tokenizer": preview.tokenizer,
     }
+    if survival is not None:
+        row.update(survival.columns())
     if spec.summary_provider is not None:
         prompt = sum(u.prompt_tokens for u in summary_usage)
         completion = sum(u.completion_tokens for u in summary_usage)
@@ -274,8 +288,8 @@ async def _evaluate(spec: JobSpec, session: Session, point: GridPoint, tokens: i
 
 
 def _import(spec: JobSpec, item: Item, session: Session, recorded: Session | None) -> list[Row]:
-    """Write the session as the importer recorded it (a stored log: as it is, repairs are not
-    written in — ``foldlog log repair`` appends them)."""
+    """Write a stored log as it is (repairs are not written in — ``foldlog log repair`` appends
+    them); foreign transcripts go through `_import_transcripts`."""
     out = Path(spec.out_dir or ".")
     target = out / f"{session.id}.jsonl"
     _claim(target, spec.force)
@@ -293,6 +307,57 @@ def _import(spec: JobSpec, item: Item, session: Session, recorded: Session | Non
     ]
 
 
+def _import_transcripts(spec: JobSpec, item: Item) -> list[Row]:
+    """A foreign transcript through the import driver `log import` uses
+    (`foldlog.interchange.import_logs`): every conversation of the file with its sub-agent and
+    fork children, one row per log written (a conversation that fails is one row with its
+    error; the others are still written)."""
+    from foldlog.interchange import convert
+    from foldlog.interchange.import_logs import check_targets, plan_logs, write_logs
+    from foldlog.stores.base import safe_session_id
+
+    try:
+        conversations = convert(item.format or "", item.ref, branches=spec.branches)
+    except Exception as exc:  # the file itself could not be read (missing, not a transcript)
+        return [{"source": item.key, "index": 0, "session": None, "error": _error_text(exc)}]
+    out = Path(spec.out_dir or ".")
+    stem = Path(item.ref).stem
+    rows: list[Row] = []
+    for index, conv in enumerate(conversations):
+        sid = safe_session_id(conv.id or f"{stem}-{index}")
+        base: Row = {"source": item.key, "index": index}
+        try:
+            plan = plan_logs(conv, out / f"{sid}.jsonl", sid)
+            check_targets(
+                plan, force=spec.force, hint="another source with this session id? --force overwrites"
+            )
+            written = write_logs(plan)
+        except Exception as exc:
+            rows.append({**base, "session": sid, "error": _error_text(exc)})
+            continue
+        for log in written:
+            parent = log["parent"] or {}
+            rows.append(
+                {
+                    **base,
+                    "session": log["id"],
+                    "path": log["path"],
+                    "parent": parent.get("id"),
+                    "link": parent.get("kind"),
+                    "events": log["events"],
+                    "turns": log["turns"],
+                    "tool_calls": log["tool_calls"],
+                    "tool_results": log["tool_results"],
+                    "compactions": log["compactions"],
+                    "needs_repair": bool(log["needs_repair"]),
+                    "warnings": len(log["warnings"]),
+                    "left_out": "; ".join(log["left_out"]),
+                    "error": None,
+                }
+            )
+    return rows
+
+
 def _export(spec: JobSpec, item: Item, session: Session, recorded: Session | None) -> list[Row]:
     from foldlog.interchange.exports import export, suffix
 
@@ -301,7 +366,17 @@ def _export(spec: JobSpec, item: Item, session: Session, recorded: Session | Non
     _claim(target, spec.force)
     written = exported.write(target)
     size = sum(p.stat().st_size for p in written)
-    return [{"path": str(target), "messages": len(session.derive_messages()), "bytes": size}]
+    # what the format could not carry, per session (the CLI's notes): a table column, not lost
+    notes = "; ".join(exported.warnings)
+    return [
+        {
+            "path": str(target),
+            "messages": len(session.derive_messages()),
+            "bytes": size,
+            "warnings": len(exported.warnings),
+            "notes": notes,
+        }
+    ]
 
 
 def _claim(target: Path, force: bool) -> None:

@@ -52,7 +52,7 @@ def table_path(job: str, out: Path) -> Path:
 
 def fingerprint(spec: JobSpec) -> dict[str, Any]:
     """What makes two runs' rows comparable: a done-list is reused only by the same job."""
-    return {
+    fp: dict[str, Any] = {
         "job": spec.job,
         "model": spec.model,
         "grid": [[p.window, p.tail_tokens, p.keep_policy] for p in spec.grid],
@@ -60,6 +60,11 @@ def fingerprint(spec: JobSpec) -> dict[str, Any]:
         "export": [spec.export_format, spec.wire] if spec.job == "export" else None,
         "out": spec.out_dir,
     }
+    if spec.job == "import":
+        fp["branches"] = spec.branches  # forks written or not: a different set of logs
+    if spec.probes:
+        fp["probes"] = True  # rows with the survival columns
+    return fp
 
 
 def run_batch(
@@ -78,15 +83,19 @@ def run_batch(
     export_format: str = "openai",
     wire: bool = False,
     force: bool = False,
+    branches: str = "current",
     shard_size: int | None = None,
     progress: bool | None = None,
+    probes: bool = False,
 ) -> BatchReport:
     """Run ``job`` over ``sources`` (see `foldlog.batch.sources.collect`) and write its outputs.
 
     ``engine``: ``ray`` (a local cluster on demand, or the one at ``address``), ``local`` (a
     process pool of ``workers``) or ``serial``; all three write the same table. ``progress``:
-    a bar on stderr (default: when stderr is a terminal). Raises `ConfigError` for a bad
-    argument before any work starts; a session that fails is a row with its ``error``.
+    a bar on stderr (default: when stderr is a terminal). ``probes`` (compact-eval): add the
+    probe survival columns ``probes_<c>`` / ``survived_<c>`` (docs/compaction-benchmark.md).
+    Raises `ConfigError` for a bad argument before any work starts; a session that fails is a
+    row with its ``error``.
     """
     if job not in JOBS:
         raise ConfigError(f"unknown batch job {job!r} (known: {', '.join(JOBS)})")
@@ -96,6 +105,12 @@ def run_batch(
         raise ConfigError("--address names a Ray cluster: it needs --engine ray")
     if job == "import" and from_format is None:
         raise ConfigError("import converts foreign transcripts: give their format (--from)")
+    if probes and job != "compact-eval":
+        raise ConfigError(f"--probes measures what a fold keeps: it is a compact-eval option, not {job}'s")
+    from foldlog.interchange import BRANCHES
+
+    if branches not in BRANCHES:
+        raise ConfigError(f"branches={branches!r}: expected one of {', '.join(BRANCHES)}")
     out_path = Path(out)
     if job in ("import", "export") and out_path.suffix in (".parquet", ".csv", ".jsonl", ".json"):
         raise ConfigError(f"{job} writes files into a folder: -o names the folder, not {out_path.name}")
@@ -110,6 +125,8 @@ def run_batch(
         export_format=export_format,
         wire=wire,
         force=force,
+        branches=branches,
+        probes=probes,
     )
     if job == "export":
         from foldlog.interchange.exports import suffix

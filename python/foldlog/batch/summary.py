@@ -22,6 +22,11 @@ STATS_TOTALS = (
 )
 
 
+#: compact-eval --probes (tier 0, docs/compaction-benchmark.md)
+PROBE_CATEGORIES = ("artifact", "error", "constraint", "identifier")
+PROBE_COLUMNS = tuple(f"{k}_{c}" for c in PROBE_CATEGORIES for k in ("probes", "survived"))
+
+
 def summarize(job: str, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Totals over the rows; errors counted, not summed."""
     ok = [r for r in rows if r.get("error") is None]
@@ -77,11 +82,18 @@ def by_point(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         p["stuck"] += bool(r.get("stuck"))
         for k in ("tokens_before", "tokens_after", "digest_tokens"):
             p[k] += int(r.get(k) or 0)
+        for k in PROBE_COLUMNS:
+            if k in r:  # compact-eval --probes
+                p[k] = p.get(k, 0) + int(r.get(k) or 0)
     out = []
     for key in sorted(points):
         p = points[key]
         p["saved"] = p["tokens_before"] - p["tokens_after"]
         p["saved_pct"] = round(100.0 * p["saved"] / p["tokens_before"], 2) if p["tokens_before"] else 0.0
+        for c in PROBE_CATEGORIES:
+            if f"probes_{c}" in p:  # an upper bound on what a reader could recall, never recall
+                n = p[f"probes_{c}"]
+                p[f"survival_{c}_pct"] = round(100.0 * p[f"survived_{c}"] / n, 2) if n else None
         out.append(p)
     return out
 
@@ -123,11 +135,29 @@ def table_text(summary: Mapping[str, Any]) -> str:
                 f"{p['saved_pct']:.1f}%",
             )
             lines.append("  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True)))
+        lines += survival_lines(summary["points"])
     else:
         for key, value in summary.items():
             if key not in ("job", "rows", "sources", "errors"):
                 lines.append(f"  {key:>22}  {value:,}" if isinstance(value, int) else f"  {key:>22}  {value}")
     return "\n".join(lines)
+
+
+def survival_lines(points: Sequence[Mapping[str, Any]]) -> list[str]:
+    """compact-eval --probes: survived/probes by category at each grid point (tier 0: answers
+    still written on the surface after the fold, an upper bound on recall)."""
+    probed = [p for p in points if "probes_artifact" in p]
+    if not probed:
+        return []
+    lines = ["probe survival (answers still on the surface after the fold; an upper bound, not recall):"]
+    for p in probed:
+        cells = []
+        for c in PROBE_CATEGORIES:
+            n, kept = p[f"probes_{c}"], p[f"survived_{c}"]
+            cells.append(f"{c} {kept:,}/{n:,}" + (f" ({100.0 * kept / n:.0f}%)" if n else ""))
+        label = f"{p['window']:,}/{p['tail_tokens']:,}/{p['keep_policy']}"
+        lines.append(f"  {label:>24}  " + "  ".join(cells))
+    return lines
 
 
 def write_chart(summary: Mapping[str, Any], path: Path) -> None:
@@ -161,4 +191,4 @@ def write_chart(summary: Mapping[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-__all__ = ["by_point", "summarize", "table_text", "write_chart"]
+__all__ = ["by_point", "summarize", "survival_lines", "table_text", "write_chart"]

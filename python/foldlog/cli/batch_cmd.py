@@ -13,7 +13,7 @@ import functools
 import sys
 from typing import TYPE_CHECKING, Any
 
-from foldlog.cli.common import PROVIDERS
+from foldlog.cli.common import PROVIDERS, int_arg
 from foldlog.cli.exits import EXIT_ERROR, EXIT_OK, UsageError
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ JOBS = ("stats", "compact-eval", "import", "export")
 
 
 def add_parser(verbs: Any) -> argparse.ArgumentParser:
-    from foldlog.interchange import FORMATS
+    from foldlog.interchange import BRANCHES, FORMATS
     from foldlog.interchange.exports import EXPORT_FORMATS
 
     p: argparse.ArgumentParser = verbs.add_parser(
@@ -43,10 +43,10 @@ def add_parser(verbs: Any) -> argparse.ArgumentParser:
     p.add_argument("--engine", choices=("ray", "local", "serial"), default="ray")
     p.add_argument("--address", help="a Ray cluster to run on (default: a local one, started on demand)")
     p.add_argument(
-        "--workers", type=int, help="processes (local) or CPUs of the local Ray cluster (default: all)"
+        "--workers", type=int_arg(1), help="processes (local) or CPUs of the local Ray cluster (default: all)"
     )
     p.add_argument(
-        "--shard-size", type=int, help="items per task (default: about 4 tasks per worker, at most 64)"
+        "--shard-size", type=int_arg(1), help="items per task (default: about 4 tasks per worker, at most 64)"
     )
     p.add_argument(
         "--from", dest="from_format", choices=tuple(FORMATS), help="sources are transcripts of this format"
@@ -69,12 +69,23 @@ def add_parser(verbs: Any) -> argparse.ArgumentParser:
         help="summarise each fold with this provider (default: mechanical folds)",
     )
     grid.add_argument("--summary-model")
+    grid.add_argument(
+        "--probes",
+        action="store_true",
+        help="add probe survival (tier 0) columns probes_<c>/survived_<c> (docs/compaction-benchmark.md)",
+    )
     grid.add_argument("--summary-base-url")
     p.add_argument(
         "--to", dest="export_format", choices=EXPORT_FORMATS, default="openai", help="export format"
     )
     p.add_argument("--wire", action="store_true", help="export: apply the strict send normalizer")
     p.add_argument("--force", action="store_true", help="import/export: overwrite existing files")
+    p.add_argument(
+        "--branches",
+        choices=BRANCHES,
+        default="current",
+        help="import: abandoned branches left out and reported (current) or written as forks (all)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=cmd_batch)
@@ -135,8 +146,10 @@ def cmd_batch(args: argparse.Namespace) -> int:
             export_format=args.export_format,
             wire=args.wire,
             force=args.force,
+            branches=args.branches,
             shard_size=args.shard_size,
             progress=False if args.no_progress else None,
+            probes=args.probes,
         )
     except ConfigError as exc:
         raise UsageError(str(exc)) from exc

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +14,43 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 PROVIDERS = ("local", "deepseek", "openai", "anthropic", "openai-compatible")
+
+
+def int_arg(minimum: int) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number ``>= minimum``. A bad value is argparse's usage error
+    naming the argument (``argument -n/--limit: must be >= 0, got -1``), exit 2, never a
+    traceback."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    parse.__name__ = f"int>={minimum}"
+    return parse
+
+
+def float_arg(minimum: float, *, inclusive: bool = True) -> Callable[[str], float]:
+    """An argparse ``type``: a finite number ``>= minimum`` (``> minimum`` unless ``inclusive``);
+    ``nan``, ``inf`` and words are usage errors naming the argument."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+        if value < minimum or (value == minimum and not inclusive):
+            raise argparse.ArgumentTypeError(f"must be {'>=' if inclusive else '>'} {minimum:g}, got {text}")
+        return value
+
+    parse.__name__ = f"float>{'=' if inclusive else ''}{minimum:g}"
+    return parse
 
 
 def add_agent_options(p: argparse.ArgumentParser) -> None:
@@ -29,8 +68,10 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="continue the most recent session",
     )
-    p.add_argument("--max-steps", type=int, help="step budget per turn")
-    p.add_argument("--context-window", type=int, help="context window in tokens (overrides the provider's)")
+    p.add_argument("--max-steps", type=int_arg(1), help="step budget per turn")
+    p.add_argument(
+        "--context-window", type=int_arg(1), help="context window in tokens (overrides the provider's)"
+    )
     p.add_argument("--workspace", metavar="DIR", help="folder the file tools are rooted in (default: .)")
     p.add_argument("--bash", action="store_true", help="enable the bash tool (off by default)")
     p.add_argument(
@@ -41,12 +82,12 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--show-reasoning", action="store_true", help="print the model's reasoning")
     p.add_argument(
         "--cost-limit",
-        type=float,
+        type=float_arg(0.0),
         metavar="USD",
         help="stop the session before it spends more (docs/cost.md)",
     )
     p.add_argument(
-        "--token-budget", type=int, metavar="N", help="stop the session before it uses more tokens"
+        "--token-budget", type=int_arg(0), metavar="N", help="stop the session before it uses more tokens"
     )
     p.add_argument(
         "--mcp",

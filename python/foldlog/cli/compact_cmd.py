@@ -10,7 +10,7 @@ import argparse
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from foldlog.cli.common import PROVIDERS, config_from_args, session_path
+from foldlog.cli.common import PROVIDERS, config_from_args, int_arg, session_path
 from foldlog.cli.exits import EXIT_OK
 from foldlog.cli.live import LiveSink
 
@@ -33,12 +33,13 @@ class _MechanicalSink(LiveSink):
 def _compactor(session: Any, provider: Any, options: Options, sink: Any, mechanical: bool) -> Compactor:
     """The compactor both the dry run and the run use, with the window resolved once (the
     options', else the provider's). Tokens are counted with the model's tokenizer; under
-    ``--mechanical`` no model is asked, so with ``--model``'s, else foldlog's default model's."""
+    ``--mechanical`` no model is asked, so with ``--model``'s, else by the session's own rule
+    (`Session.counting_model`: the model its log names; the estimate for an imported session
+    that names none)."""
     from foldlog.compaction import Compactor
-    from foldlog.log.tokens import DEFAULT_MODEL
 
     if session.model is None:
-        session.model = options.model or (DEFAULT_MODEL if mechanical else provider.model)
+        session.model = options.model or (session.counting_model() if mechanical else provider.model)
     settings = options.compaction(options.context_window or provider.context_window)
     return Compactor(session, provider, settings, sink)
 
@@ -95,7 +96,9 @@ def add_parser(verbs: Any) -> None:
     compact.add_argument("--provider", choices=PROVIDERS)
     compact.add_argument("--model")
     compact.add_argument("--base-url")
-    compact.add_argument("--context-window", type=int)
+    compact.add_argument(
+        "--context-window", type=int_arg(1), help="context window in tokens (overrides the provider's)"
+    )
     compact.add_argument(
         "--mechanical", action="store_true", help="no summary call: fold with a plain notice"
     )

@@ -47,6 +47,8 @@ FLAG_KEYS = (
     "token_budget",
 )
 _KNOWN = {"home", "sessions_dir", "show_reasoning", "mcp", *FLAG_KEYS}
+#: the numeric keys and their smallest value (``cost_limit`` a number, the others whole numbers)
+_NUMBERS: dict[str, int] = {"max_steps": 1, "context_window": 1, "token_budget": 0, "cost_limit": 0}
 
 
 def _platform_dir(kind: str) -> Path:
@@ -94,6 +96,13 @@ def read_config_file(path: Path) -> dict[str, Any]:
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(_KNOWN))})")
     values = {k: v for k, v in table.items() if k in _KNOWN}
+    for key in sorted(_NUMBERS.keys() & values.keys()):
+        _check_number(path, key, values[key])
+    for key in sorted({"provider", "model", "base_url"} & values.keys()):
+        if not isinstance(values[key], str):
+            raise ConfigError(f"{path}: {key} must be a string, got {values[key]!r}")
+    if not isinstance(values.get("show_reasoning", False), bool):
+        raise ConfigError(f"{path}: show_reasoning must be true or false, got {values['show_reasoning']!r}")
     if "mcp" in values:
         mcp = values["mcp"]
         if (
@@ -110,6 +119,20 @@ def read_config_file(path: Path) -> dict[str, Any]:
             raise ConfigError(f"{path}: {key} must be a string path")
         values[key] = str((path.parent / Path(values[key]).expanduser()).resolve())
     return values
+
+
+def _check_number(path: Path, key: str, value: Any) -> None:
+    """A numeric key of ``foldlog.toml``: a bad value is refused when the file is read, naming
+    the file and the key (never a traceback later)."""
+    import math
+
+    whole = key != "cost_limit"
+    kind = int if whole else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kind):
+        what = "a whole number" if whole else "a number"
+        raise ConfigError(f"{path}: {key} must be {what}, got {value!r}")
+    if not math.isfinite(value) or value < _NUMBERS[key]:
+        raise ConfigError(f"{path}: {key} must be >= {_NUMBERS[key]}, got {value!r}")
 
 
 @dataclass(slots=True)

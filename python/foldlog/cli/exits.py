@@ -11,10 +11,19 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_MAX_STEPS = 3
 EXIT_CANCELLED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM: the turn was cancelled as by Ctrl-C, then foldlog stopped
 
 
 class UsageError(FoldlogError, ValueError):
     """Bad arguments found after parsing: the CLI prints the usage line and exits 2."""
 
 
-__all__ = ["EXIT_CANCELLED", "EXIT_ERROR", "EXIT_MAX_STEPS", "EXIT_OK", "EXIT_USAGE", "UsageError"]
+__all__ = [
+    "EXIT_CANCELLED",
+    "EXIT_ERROR",
+    "EXIT_MAX_STEPS",
+    "EXIT_OK",
+    "EXIT_TERMINATED",
+    "EXIT_USAGE",
+    "UsageError",
+]

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from foldlog.cli.common import config_from_args, console, session_path, surface_tokens
+from foldlog.cli.common import config_from_args, console, int_arg, session_path
 from foldlog.cli.exits import EXIT_OK
 from foldlog.cli.render import print_events, print_messages
 
@@ -52,7 +52,7 @@ def add_parser(verbs: Any) -> None:
         help="log file to write (a folder when SRC holds several transcripts); default: the sessions folder",
     )
     imp.add_argument(
-        "--index", type=int, help="only the N-th transcript of a multi-transcript file (0-based)"
+        "--index", type=int_arg(0), help="only the N-th transcript of a multi-transcript file (0-based)"
     )
     imp.add_argument(
         "--branches",
@@ -116,7 +116,7 @@ def inspect_session(session: Any, path: Path | None = None, *, model: str | None
     core's statistics (`Session.stats`), with the session's identity, tokens and health."""
     repair = dict(getattr(session, "repair_report", {}) or {})
     stats = session.stats()
-    tokens, tokenizer = surface_tokens(session.derive_messages(), model)
+    tokens, tokenizer, exact = _surface_tokens(session, model)
     report: dict[str, Any] = {
         "id": getattr(session, "id", None),
         "path": str(path) if path else getattr(session, "path", None),
@@ -126,7 +126,9 @@ def inspect_session(session: Any, path: Path | None = None, *, model: str | None
         "messages": stats["messages"],
         "surface_messages": stats["surface_messages"],
         "surface_tokens": tokens,
+        "tokens_exact": exact,
         "tokenizer": tokenizer,
+        "tokens_model": session.counting_model(model),
         "tool_calls": stats["tool_calls"],
         "tool_results": stats["tool_results"],
         "compactions": stats["compactions"],
@@ -142,6 +144,21 @@ def inspect_session(session: Any, path: Path | None = None, *, model: str | None
     if path is not None and path.exists():
         report["bytes"] = path.stat().st_size
     return report
+
+
+def _surface_tokens(session: Any, model: str | None) -> tuple[int, str, bool]:
+    """The surface's prompt tokens by the session's rule (`Session.counting_model`: ``--model``,
+    else the model the log names, else the estimate for an imported session), the tokenizer's
+    name, and whether the count is exact."""
+    from foldlog.errors import FoldlogError
+    from foldlog.log.tokens import Tokenizer
+
+    try:
+        count = session.token_count(model)
+        return int(count), session.tokenizer(model).name, bool(count.exact)
+    except FoldlogError:  # the model's tokenizer data is missing: the estimate, labelled as such
+        estimate = Tokenizer.estimate()
+        return int(estimate.count_request(session.derive_messages())), estimate.name, False
 
 
 def _cost(session: Any) -> dict[str, Any]:

@@ -2,7 +2,9 @@
 
 The sub-agent sessions of the session (files in its folder whose header names it as their
 parent, ``kind: "subagent"``) go with it where the format carries them: Claude Code as
-``<output stem>/subagents/agent-<id>.jsonl`` beside the output file, ATIF embedded.
+``<output stem>/subagents/agent-<id>.jsonl`` beside the output file, ATIF embedded. What the
+format cannot carry (an audio block in Codex, the system prompt in Claude Code) is a note on
+stderr naming the message and the block; ``--strict`` makes it an error.
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ def add_parser(log_verbs: Any) -> None:
         help="openai: apply the strict send normalizer (exactly what a request would carry)",
     )
     exp.add_argument("--no-subagents", action="store_true", help="leave the sub-agent sessions out")
+    exp.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail (exit 1, nothing written) when the format cannot carry everything, instead of a note",
+    )
     exp.set_defaults(func=cmd_export)
 
 
@@ -46,7 +53,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.wire and args.target_format != "openai":
         raise UsageError("--wire applies to --to openai only")
     children = [] if args.no_subagents else subagent_children(session.id, path.parent)
-    result = export(session, args.target_format, children=children, wire=args.wire)
+    result = export(session, args.target_format, children=children, wire=args.wire, strict=args.strict)
     for warning in result.warnings:
         print(f"foldlog: note: {warning}", file=sys.stderr)
     if args.output:

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from foldlog.cli.common import config_from_args, session_path
+from foldlog.cli.common import config_from_args, int_arg, session_path
 from foldlog.cli.exits import EXIT_OK
 
 
@@ -19,7 +19,7 @@ def add_parser(log_verbs: Any) -> None:
     fork = log_verbs.add_parser("fork", help="start a new session from a session's history up to an event")
     fork.add_argument("session", metavar="PATH|ID")
     fork.add_argument(
-        "--at", type=int, metavar="SEQ", help="the last event the fork keeps (default: the last one)"
+        "--at", type=int_arg(0), metavar="SEQ", help="the last event the fork keeps (default: the last one)"
     )
     fork.add_argument(
         "-o", "--output", metavar="FILE", help="the fork's log file (default: a new id beside it)"

@@ -1,10 +1,8 @@
 """``foldlog log import``: a foreign transcript (and its sub-agents and branches) as foldlog logs.
 
-Each converted conversation is one log. A child (a sub-agent run, a fork) is written beside
-its parent as ``<parent stem>.<child name>.jsonl`` with the session id ``<parent id>.<child
-name>`` and a header parent link naming the parent's id. The header's meta records the import:
-``imported`` = the converter's meta (the source file's *name*, never its path) and
-``importedAt`` (epoch ms).
+Each converted conversation is one log, written by the import driver both this command and
+``batch import`` use (`foldlog.interchange.import_logs`: children beside their parent, the
+header's ``imported`` meta, every log read back). This module decides where the logs go.
 """
 
 from __future__ import annotations
@@ -12,38 +10,23 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from foldlog.cli.exits import EXIT_OK, UsageError
-from foldlog.errors import OutputExistsError, SessionNotFoundError
-
-if TYPE_CHECKING:
-    from foldlog.interchange.events import Conversation
-
-
-def _plan(
-    conv: Conversation, target: Path, session_id: str, parent: dict[str, Any] | None
-) -> list[tuple[Conversation, Path, str, dict[str, Any] | None]]:
-    """Where each conversation of the tree goes: (conversation, file, session id, parent link)."""
-    from foldlog.cli.store import safe_id
-
-    out = [(conv, target, session_id, parent)]
-    for child in conv.children:
-        name = safe_id(child.name or "child")
-        link = {"id": session_id, **(child.link or {})}
-        out.extend(
-            _plan(child, target.with_name(f"{target.stem}.{name}.jsonl"), f"{session_id}.{name}", link)
-        )
-    return out
+from foldlog.errors import SessionNotFoundError
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     from foldlog.cli.common import config_from_args
     from foldlog.cli.store import safe_id
     from foldlog.interchange import convert
-    from foldlog.interchange.writer import write_conversation
-    from foldlog.log.session import Session, now_ms
-    from foldlog.stores.file import private_folder
+    from foldlog.interchange.import_logs import (
+        PlannedLog,
+        check_targets,
+        plan_logs,
+        shared_target,
+        write_logs,
+    )
 
     cfg = config_from_args(args)
     src = Path(args.src)
@@ -64,46 +47,17 @@ def cmd_import(args: argparse.Namespace) -> int:
         folder = Path(args.output)
     else:
         folder = None
-    plan: list[tuple[Conversation, Path, str, dict[str, Any] | None]] = []
+    plan: list[PlannedLog] = []
     for index, conv in enumerate(conversations):
         if folder is None:
             target = Path(args.output)
         else:
             target = folder / f"{safe_id(conv.id or f'{src.stem}-{index}')}.jsonl"
-        plan.extend(_plan(conv, target, safe_id(conv.id or target.stem), None))
-    targets = [t for _, t, _, _ in plan]
-    if len(set(targets)) != len(targets):
+        plan.extend(plan_logs(conv, target, safe_id(conv.id or target.stem)))
+    if shared_target(plan) is not None:
         raise UsageError("two transcripts would be written to the same file")
-    existing = [t for t in targets if t.exists()]
-    if existing and not args.force:
-        raise OutputExistsError(f"{existing[0]} exists (use --force to overwrite)")
-
-    imported_at = now_ms()
-    written = []
-    for conv, target, session_id, parent in plan:
-        private_folder(target.parent)
-        session = Session(
-            id=session_id, meta={"imported": conv.meta, "importedAt": imported_at}, parent=parent
-        )
-        write_conversation(conv, session)
-        if target.exists():
-            target.unlink()  # --force: save must not append to the old file
-        session.save(target)
-        # read it back: proves the file loads, and says whether the source left calls unanswered
-        check = Session.load(target)
-        written.append(
-            {
-                "path": str(target),
-                "id": session.id,
-                "parent": parent,
-                "events": len(conv.events),
-                **conv.counts.as_dict(),
-                "needs_repair": check.normalized_dirty,
-                "repair": {k: v for k, v in check.repair_report.items() if v and k != "events_added"},
-                "warnings": list(conv.warnings),
-                "left_out": list(conv.left_out),
-            }
-        )
+    check_targets(plan, force=args.force)
+    written = write_logs(plan)
     if args.json:
         print(json.dumps(written if len(written) > 1 else written[0], indent=2))
         return EXIT_OK

@@ -1,8 +1,9 @@
 """``foldlog log tail SESSION [--follow] [--from SEQ] [-n N]``: a log's events as JSONL lines.
 
 Without ``--from`` the last ``N`` events; with it, every event from that seq on (a reader that
-saw events up to ``S`` resumes with ``--from S+1``). ``--follow`` then polls the file and prints
-each complete line the writer adds, until Ctrl-C or SIGTERM, which end it cleanly (exit 0).
+saw events up to ``S`` resumes with ``--from S+1``); a ``--from`` past that, without
+``--follow``, is refused (exit 2) naming the log's last seq. ``--follow`` then polls the file and
+prints each complete line the writer adds, until Ctrl-C or SIGTERM, which end it cleanly (exit 0).
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ def cmd_tail(args: argparse.Namespace) -> int:
         raise UsageError(f"--interval {args.interval}: must be more than 0")
     path = session_path(args.session, config_from_args(args))
     follower = LogFollower(path)
+    if args.from_seq is not None and args.from_seq > follower.next_seq:
+        _beyond_the_end(path, args.from_seq, follower.next_seq, args.follow)
     start = args.from_seq if args.from_seq is not None else follower.next_seq - args.lines
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -71,6 +74,20 @@ def cmd_tail(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     return EXIT_OK
+
+
+def _beyond_the_end(path: object, from_seq: int, count: int, follow: bool) -> None:
+    """``--from`` past the log's end. ``--from <count>`` (the resume after the last seq seen)
+    prints nothing and is fine; further on, without ``--follow``, it is a mistake (a wrong seq,
+    another log): it is refused, naming the last seq, rather than printing nothing with exit 0.
+    With ``--follow`` the wait is said on stderr."""
+    held = f"{path} has no events yet" if count == 0 else f"{path} has {count} events (last seq {count - 1})"
+    if not follow:
+        raise UsageError(
+            f"--from {from_seq}: {held}; --from {count} resumes after the last one, "
+            "--follow waits for later events"
+        )
+    print(f"foldlog: {held}; waiting for seq {from_seq}", file=sys.stderr, flush=True)
 
 
 def _after(line: bytes, from_seq: int) -> bool:

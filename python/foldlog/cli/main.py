@@ -4,7 +4,8 @@ Each verb lives in its own module, which adds its parser (``add_parser(verbs)``,
 ``foldlog.cli.db`` does) and sets ``func``, the handler that returns the exit code. The verb
 modules import their heavy dependencies only when the verb runs, so ``foldlog --help`` and
 ``foldlog log inspect`` stay quick. Exit codes (``foldlog.cli.exits``): 0 done, 1 error, 2 usage
-error, 3 max steps reached, 130 cancelled.
+error, 3 max steps reached, 130 cancelled (Ctrl-C), 143 terminated (SIGTERM: the turn is cancelled as
+by Ctrl-C).
 """
 
 from __future__ import annotations

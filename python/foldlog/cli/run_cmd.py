@@ -10,7 +10,14 @@ import sys
 from typing import Any
 
 from foldlog.cli.common import add_agent_options, config_from_args
-from foldlog.cli.exits import EXIT_CANCELLED, EXIT_ERROR, EXIT_MAX_STEPS, EXIT_OK, UsageError
+from foldlog.cli.exits import (
+    EXIT_CANCELLED,
+    EXIT_ERROR,
+    EXIT_MAX_STEPS,
+    EXIT_OK,
+    EXIT_TERMINATED,
+    UsageError,
+)
 from foldlog.cli.live import LiveSink
 
 
@@ -28,30 +35,52 @@ def add_parser(verbs: Any) -> None:
 
 
 async def drive(agent: Any, prompt: str | None, output_type: Any = None) -> tuple[Any, int, str | None]:
-    """Run one prompt; Ctrl-C cancels the turn. Returns (answer, exit code, error text); with
-    ``output_type`` the answer is the validated value."""
+    """Run one prompt; Ctrl-C cancels the turn, and so does SIGTERM (a service manager, ``kill``,
+    a container stopping): the turn ends ``aborted`` with its partial text logged, the exit code
+    is then 143. Returns (answer, exit code, error text); with ``output_type`` the answer is the
+    validated value."""
     from foldlog.errors import FoldlogError, MaxStepsExceeded, RunCancelled
 
     loop = asyncio.get_running_loop()
-    handled = False
-    try:
-        loop.add_signal_handler(signal.SIGINT, agent.cancel)
-        handled = True
-    except (NotImplementedError, RuntimeError):  # not the main thread, or Windows
-        pass
+    task = asyncio.current_task()
+    terminated = False
+
+    def on_sigterm() -> None:
+        nonlocal terminated
+        terminated = True
+        if not agent.cancel() and not agent.running and task is not None:
+            task.cancel()  # the turn has not started yet (or is over): stop waiting for it
+
+    handled: list[signal.Signals] = []
+    for sig, handler in ((signal.SIGINT, agent.cancel), (signal.SIGTERM, on_sigterm)):
+        try:
+            loop.add_signal_handler(sig, handler)
+            handled.append(sig)
+        except (NotImplementedError, RuntimeError):  # not the main thread, or Windows
+            pass
     try:
         if output_type is not None:
             return await agent.run(prompt, output_type=output_type), EXIT_OK, None
         return await agent.run(prompt), EXIT_OK, None
     except MaxStepsExceeded as exc:
         return "", EXIT_MAX_STEPS, str(exc) or "max steps reached"
-    except (RunCancelled, asyncio.CancelledError):
-        return "", EXIT_CANCELLED, "cancelled"
+    except RunCancelled:
+        return "", *_cancelled(terminated)
+    except asyncio.CancelledError:
+        if terminated and task is not None:
+            task.uncancel()  # our own cancellation (SIGTERM before the turn started): handled
+        return "", *_cancelled(terminated)
     except FoldlogError as exc:
         return "", EXIT_ERROR, f"{type(exc).__name__}: {exc}"
     finally:
-        if handled:
-            loop.remove_signal_handler(signal.SIGINT)
+        for sig in handled:
+            loop.remove_signal_handler(sig)
+
+
+def _cancelled(terminated: bool) -> tuple[int, str]:
+    if terminated:
+        return EXIT_TERMINATED, "terminated (SIGTERM): the turn was cancelled"
+    return EXIT_CANCELLED, "cancelled"
 
 
 def currency_of(agent: Any) -> str | None:

@@ -11,7 +11,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from foldlog.cli.common import config_from_args, console, human_size
+from foldlog.cli.common import config_from_args, console, human_size, int_arg
 from foldlog.cli.cost_view import spend_text
 from foldlog.cli.exits import EXIT_OK
 from foldlog.cli.store import list_sessions
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 def add_parser(verbs: Any) -> None:
     sessions = verbs.add_parser("sessions", help="list sessions, newest first")
     sessions.add_argument("--json", action="store_true", help="print JSON")
-    sessions.add_argument("-n", "--limit", type=int, default=20, help="how many to list (0 = all)")
+    sessions.add_argument("-n", "--limit", type=int_arg(0), default=20, help="how many to list (0 = all)")
     sessions.set_defaults(func=cmd_sessions)
 
 

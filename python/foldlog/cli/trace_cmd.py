@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from foldlog.cli.common import config_from_args, session_path
+from foldlog.cli.common import config_from_args, float_arg, session_path
 from foldlog.cli.exits import EXIT_OK
 
 
@@ -17,6 +17,13 @@ def add_trace_parser(log_verbs: Any) -> None:
         "--otlp",
         metavar="URL",
         help="send the spans to this OTLP/HTTP traces endpoint (e.g. http://127.0.0.1:4318/v1/traces)",
+    )
+    trace.add_argument(
+        "--timeout",
+        type=float_arg(0.0, inclusive=False),
+        default=5.0,
+        metavar="SECONDS",
+        help="--otlp: how long sending may take, retries included (default 5); then exit 1",
     )
     trace.add_argument("--provider", help="gen_ai.provider.name for the spans (the log does not record it)")
     trace.add_argument(
@@ -39,10 +46,6 @@ def cmd_trace(args: argparse.Namespace) -> int:
     provider = TracerProvider(resource=Resource.create({"service.name": "foldlog"}))
     memory = InMemorySpanExporter()
     provider.add_span_processor(SimpleSpanProcessor(memory))
-    if args.otlp:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-        provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=args.otlp)))
     try:
         children = export_session(path, provider, provider_name=args.provider, capture_content=args.content)
         provider.force_flush()
@@ -50,7 +53,11 @@ def cmd_trace(args: argparse.Namespace) -> int:
         provider.shutdown()
     spans = memory.get_finished_spans()
     if args.otlp:
-        print(f"{path}: sent {len(spans)} span(s) to {args.otlp} ({children} sub-agent log(s))")
+        from foldlog.telemetry.otlp import send_spans
+
+        # one export, after the spans are made: bounded by --timeout, a failure is exit 1
+        sent = send_spans(spans, args.otlp, timeout=args.timeout)
+        print(f"{path}: sent {sent} span(s) to {args.otlp} ({children} sub-agent log(s))")
     else:
         print(render(span_tree(spans), all_attributes=args.attributes))
     return EXIT_OK

@@ -11,7 +11,8 @@ What a fold records (nothing is ever deleted; the folded events stay in the log)
 
     compaction/start {id, trigger, focus?}
     tool/result …        (prune: replaces a large folded result, surfaceOp replace S..S)
-    compaction/summary {id, summary, folded, kept, tokensBefore, tokensAfter, model, mechanical, archive?}
+    compaction/summary {id, summary, folded, kept, tokensBefore, tokensAfter, model, mechanical, archive?,
+                        requests?, usage?, cost?, countedTokens?, released?}
     user/message         (the digest, surfaceOp fold S..E keeping `kept`)
     compaction/end {id, error?}
 """
@@ -19,6 +20,7 @@ What a fold records (nothing is ever deleted; the folded events stay in the log)
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import time
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from foldlog.compaction import planning, summary
 from foldlog.compaction.settings import CompactionSettings
+from foldlog.cost.prices import price_request, provider_id, provider_prices, sum_costs
 from foldlog.errors import CompactionError
 from foldlog.events import CompactionDone, CompactionStarted, Notice
 from foldlog.events import Usage as UsageEvent
@@ -38,7 +41,7 @@ from foldlog.log.text import message_text
 if TYPE_CHECKING:
     from foldlog._core import CompactionPlan, PlanHistory
     from foldlog.log.session import Session
-    from foldlog.providers.base import Provider, Usage
+    from foldlog.providers.base import Provider, Request, Usage
 
 ELISION = (
     planning.ELIDED_PREFIX + "{name}, {n} bytes dropped to save context; "
@@ -65,6 +68,8 @@ class CompactionPreview:
     tokens_after: int
     skipped: str | None  # why nothing is folded (None: a fold)
     tokenizer: str
+    #: kept messages folded by the kept-overflow rule: they held the surface above the trigger
+    released: int
     history: PlanHistory = field(repr=False, compare=False)
     plan: CompactionPlan = field(repr=False, compare=False)
     seqs: tuple[int, ...] = field(repr=False, compare=False)
@@ -80,9 +85,14 @@ class CompactionPreview:
         if not self.should_fold:
             return f"nothing to fold ({self.skipped}; {self.tokens_before:,} tokens, {self.tokenizer})"
         approx = "≈" if self.tokenizer == "estimate" else ""
+        released = (
+            f", {self.released} of them kept messages folded because they held the surface above the trigger"
+            if self.released
+            else ""
+        )
         return (
             f"{self.folded} message(s) (keeping {self.kept} of them in place, the first {self.pinned} "
-            f"pinned and the last {self.tail} as the tail); {approx}{self.tokens_before:,} → "
+            f"pinned and the last {self.tail} as the tail{released}); {approx}{self.tokens_before:,} → "
             f"{approx}{self.tokens_after:,} tokens before the digest ({self.tokenizer})"
         )
 
@@ -104,6 +114,8 @@ class CompactionResult:
     digest_tokens: int = 0
     skipped: str | None = None
     folded_seqs: list[int] = field(default_factory=list)
+    #: surface seqs of kept messages folded by the kept-overflow rule (docs/compaction.md)
+    released_seqs: list[int] = field(default_factory=list)
     preview: CompactionPreview | None = None  # the plan the fold followed
 
 
@@ -238,6 +250,7 @@ class Compactor:
             tokens_after=plan.tokens_after,
             skipped=plan.skipped,
             tokenizer=self.session.tokenizer(self.model).name,
+            released=len(plan.released),
             history=history,
             plan=plan,
             seqs=seqs,
@@ -362,20 +375,32 @@ class Compactor:
         keep_set = set(keep)
         removed = [s for s in nodes[pos[first] : pos[last] + 1] if s not in keep_set]
         folded = [messages[i] for i in plan.fold]
+        released = [seqs[i] for i in plan.released]
         if opts.archive_dir:
             result.archive = write_archive(Path(opts.archive_dir), self.session.id, number, folded)
 
         provider = opts.summary_provider or self.provider
         # the summariser's own window (another model's, when summary_provider is set)
         window = int(provider.context_window or self.window or 128_000)
+        if released:
+            self._notice(
+                f"{len(released)} kept message(s) (the user's earlier turns and digests) folded into the "
+                f"summary too: kept verbatim they would hold the surface above {opts.fold_target:,} "
+                f"tokens (of the {self.window:,}-token window) after the fold",
+                "warn",
+            )
         request = summary.summary_request(
             folded,
             focus=focus,
+            released=bool(released),
             max_chars=_transcript_chars(window),
             model=None,  # the summary provider's own model
         )
 
+        usages: list[Usage] = []
+
         def on_usage(u: Usage) -> None:
+            usages.append(u)
             self._emit(UsageEvent.of(u, "compaction"))
 
         outcome = await summary.summarize(provider, request, timeout=opts.summary_timeout, on_usage=on_usage)
@@ -395,6 +420,7 @@ class Compactor:
         result.folded = len(folded)
         result.kept = len(keep)
         result.folded_seqs = removed
+        result.released_seqs = released
         result.tokens_after = plan.tokens_after + result.digest_tokens
         result.preview = planned
         record: dict[str, Any] = {
@@ -409,6 +435,10 @@ class Compactor:
         }
         if result.archive:
             record["archive"] = result.archive
+        if released:
+            record["released"] = released
+        if not isinstance(provider, summary.NoSummary):
+            record.update(summary_spend(self.session, provider, request, outcome, usages, self.model))
         self.session.append_event("compaction/summary", record)
         self.session.append_event(
             "user/message",
@@ -420,6 +450,41 @@ class Compactor:
 
     def _notice(self, message: str, level: Literal["info", "warn"] = "info") -> None:
         self._emit(Notice(message, level))
+
+
+def summary_spend(
+    session: Session,
+    provider: Provider,
+    request: Request,
+    outcome: summary.SummaryOutcome,
+    usages: Sequence[Usage],
+    model: str | None,
+) -> dict[str, Any]:
+    """What the summary calls spent, for the ``compaction/summary`` event (`foldlog.cost.Ledger`
+    adds it to the turn and the session, and budgets count it): ``requests`` (the calls made),
+    ``usage`` (reported, summed over the calls) and ``cost`` (each call priced whole, with the
+    summariser's prices, summed) — or, when the summariser reported no usage, ``countedTokens``:
+    each call's prompt and the summary counted with the session's tokenizer."""
+    out: dict[str, Any] = {"requests": outcome.attempts}
+    if not usages:
+        tok = session.tokenizer(provider.model or model)
+        reply = int(tok.count_message({"role": "assistant", "content": outcome.text}))
+        out["countedTokens"] = outcome.attempts * int(tok.count_request(request.messages)) + reply
+        return out
+    total = dataclasses.replace(usages[0])
+    for u in usages[1:]:
+        for f in dataclasses.fields(total):
+            setattr(total, f.name, getattr(total, f.name) + getattr(u, f.name))
+    out["usage"] = total.to_dict()
+    costs = [
+        price_request(
+            u, provider.model or None, provider=provider_id(provider), prices=provider_prices(provider)
+        )
+        for u in usages
+    ]
+    if all(c is not None for c in costs):
+        out["cost"] = sum_costs([c for c in costs if c is not None]).to_log()
+    return out
 
 
 def _transcript_chars(window: int) -> int:

@@ -9,16 +9,55 @@ provider for its window itself.
 
 from __future__ import annotations
 
+import math
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from foldlog.errors import ConfigError
+from foldlog.errors import ConfigError, ConfigTypeError
 
 if TYPE_CHECKING:
     from foldlog.providers.base import Provider
 
 KeepPolicy = Literal["errors", "user_marked", "none"]
 KEEP_POLICIES: tuple[KeepPolicy, ...] = ("errors", "user_marked", "none")
+
+#: the largest whole number a setting may hold (the core takes them as 64-bit integers)
+MAX_INT = 2**63 - 1
+
+
+def check_int(owner: str, name: str, value: object, minimum: int, *, optional: bool = False) -> None:
+    """Refuse a setting that is not a whole number in ``[minimum, MAX_INT]`` (``None`` too when
+    ``optional``), naming it: ``Options.tail_tokens must be >= 0, got -5``. A bool is not a
+    number here (``True`` would pass as 1)."""
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        what = "a whole number" + (" or None" if optional else "")
+        raise ConfigTypeError(f"{owner}.{name} must be {what}, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ConfigError(f"{owner}.{name} must be >= {minimum}{' or None' if optional else ''}, got {value}")
+    if value > MAX_INT:
+        raise ConfigError(f"{owner}.{name} must be at most {MAX_INT}, got {value}")
+
+
+def check_number(
+    owner: str, name: str, value: object, minimum: float, *, inclusive: bool = True, optional: bool = False
+) -> None:
+    """Refuse a setting that is not a finite number ``>= minimum`` (``> minimum`` unless
+    ``inclusive``; ``None`` too when ``optional``), naming it."""
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        what = "a number" + (" or None" if optional else "")
+        raise ConfigTypeError(f"{owner}.{name} must be {what}, got {type(value).__name__} {value!r}")
+    if not math.isfinite(value):
+        raise ConfigError(f"{owner}.{name} must be a finite number, got {value!r}")
+    if value < minimum or (value == minimum and not inclusive):
+        op = ">=" if inclusive else ">"
+        raise ConfigError(
+            f"{owner}.{name} must be {op} {minimum:g}{' or None' if optional else ''}, got {value!r}"
+        )
 
 
 @dataclass(slots=True, kw_only=True)
@@ -43,6 +82,20 @@ class CompactionOptions:
         owner = type(self).__name__
         if self.keep_policy not in KEEP_POLICIES:
             raise ConfigError(f"{owner}.keep_policy must be one of {KEEP_POLICIES}, got {self.keep_policy!r}")
+        for ratio in ("soft_compact_ratio", "compact_ratio", "force_compact_ratio"):
+            check_number(owner, ratio, getattr(self, ratio), 0.0, inclusive=False)
+        # each bound of spec/compaction.md: what a value below it would mean is nothing usable
+        check_int(owner, "tail_tokens", self.tail_tokens, 0)
+        check_int(owner, "min_recent_keep", self.min_recent_keep, 1)
+        check_int(owner, "pinned_user_turn_tokens", self.pinned_user_turn_tokens, 0)
+        check_int(owner, "min_fold_tokens", self.min_fold_tokens, 0)
+        check_number(owner, "summary_timeout", self.summary_timeout, 0.0, inclusive=False)
+        check_int(owner, "stuck_limit", self.stuck_limit, 1)
+        check_int(owner, "prune_min_bytes", self.prune_min_bytes, 0)
+        if self.archive_dir is not None and not isinstance(self.archive_dir, (str, os.PathLike)):
+            raise ConfigTypeError(
+                f"{owner}.archive_dir must be a folder path or None, got {type(self.archive_dir).__name__}"
+            )
         if not 0 < self.soft_compact_ratio <= self.compact_ratio <= self.force_compact_ratio <= 1:
             raise ConfigError(
                 f"{owner} ratios must satisfy "
@@ -57,6 +110,20 @@ class CompactionSettings(CompactionOptions):
 
     window: int = 0
 
+    def __post_init__(self) -> None:
+        CompactionOptions.__post_init__(self)  # (zero-argument super() fails in a slots dataclass)
+        check_int(type(self).__name__, "window", self.window, 0)
+
+    @property
+    def fold_target(self) -> int:
+        """The kept-overflow rule's target (docs/compaction.md): kept messages that would hold
+        the surface after a fold above it are folded too. Halfway between the soft notice and
+        the trigger, so the digest and the next steps fit before the trigger fires again; 0
+        without a window."""
+        if self.window <= 0:
+            return 0
+        return int(self.window * (self.soft_compact_ratio + self.compact_ratio) / 2)
+
     def plan_kwargs(self, *, force: bool) -> dict[str, Any]:
         """The planner's settings (``PlanHistory.plan``'s keyword arguments)."""
         return {
@@ -68,7 +135,16 @@ class CompactionSettings(CompactionOptions):
             "keep_policy": self.keep_policy,
             "force": force,
             "prune_min_bytes": self.prune_min_bytes,
+            "fold_target": self.fold_target,
         }
 
 
-__all__ = ["KEEP_POLICIES", "CompactionOptions", "CompactionSettings", "KeepPolicy"]
+__all__ = [
+    "KEEP_POLICIES",
+    "MAX_INT",
+    "CompactionOptions",
+    "CompactionSettings",
+    "KeepPolicy",
+    "check_int",
+    "check_number",
+]

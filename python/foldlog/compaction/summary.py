@@ -50,6 +50,12 @@ Rules: be terse (bullets and fragments, not prose); keep identifiers, paths and 
 invent nothing: leave out what the messages do not say."""
 
 FOCUS_LINE = "Additional focus for this compaction (prioritize keeping this):"
+#: added when the kept-overflow rule folds kept user turns and earlier digests into this summary
+RELEASED_LINE = (
+    "This part also holds the user's own earlier messages and earlier briefings, which are not kept "
+    "word for word this time: carry everything in them that still governs the work into the briefing, "
+    "the user's requests and constraints in their own words."
+)
 
 # below this many characters per entry, a transcript is cut from the middle instead
 _MIN_ENTRY_CHARS = 200
@@ -172,11 +178,19 @@ def cap_transcript(entries: Sequence[str], max_chars: int) -> str:
 
 
 def summary_request(
-    messages: Sequence[Mapping[str, Any]], *, focus: str | None, max_chars: int, model: str | None
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    focus: str | None,
+    max_chars: int,
+    model: str | None,
+    released: bool = False,
 ) -> Request:
-    """The summariser's request: no tools, no reasoning effort, just the briefing instruction."""
+    """The summariser's request: no tools, no reasoning effort, just the briefing instruction.
+    ``released``: the fold holds kept messages (the kept-overflow rule), which it must carry."""
     transcript = cap_transcript(transcript_entries(messages), max_chars)
     user = f"Conversation to fold:\n\n{transcript}"
+    if released:
+        user += f"\n\n{RELEASED_LINE}"
     if focus:
         user += f"\n\n{FOCUS_LINE}\n{focus.strip()}"
     return Request(
@@ -230,6 +244,7 @@ async def summarize(
 
 __all__ = [
     "FOCUS_LINE",
+    "RELEASED_LINE",
     "SUMMARY_SYSTEM_PROMPT",
     "SummaryOutcome",
     "cap_transcript",

@@ -6,13 +6,15 @@ earlier reply is not one); its cost is what it recorded (``data.cost``, written 
 reply came in); a reply logged without one (an imported transcript, a model without a price at
 the time) is priced from its usage with the model it names (``data.model``, as imported transcripts
 record it) or else the model of the last ``request/header``, at the event's time; else it counts
-as *unpriced*. A sub-agent's spending is the ``subagent`` entry of its
+as *unpriced*. A compaction's summary calls are requests too: the usage its
+``compaction/summary`` event records (with their ``cost``, or priced from the model it names), in
+the turn they ran in. A sub-agent's spending is the ``subagent`` entry of its
 ``task`` result's ``meta``. The same events therefore give the same totals live and on reload.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -44,17 +46,21 @@ class Spend:
     reasoning: float = 0.0
     unpriced: int = 0
     currency: str | None = None
+    #: tokens counted locally for requests whose provider reported no usage (the agent's
+    #: ledger counts them for `Options.token_budget`; not in ``usage``, which is what was reported)
+    counted_tokens: int = 0
 
     @property
     def tokens(self) -> int:
-        return self.usage.total_tokens
+        """Prompt + completion tokens: the reported usage and the locally counted ones."""
+        return self.usage.total_tokens + self.counted_tokens
 
     @property
     def fully_priced(self) -> bool:
         return self.unpriced == 0
 
-    def add_request(self, usage: Usage, cost: Cost | None) -> None:
-        self.requests += 1
+    def add_request(self, usage: Usage, cost: Cost | None, requests: int = 1) -> None:
+        self.requests += requests
         for name in _USAGE_FIELDS:
             setattr(self.usage, name, getattr(self.usage, name) + getattr(usage, name))
         if cost is None:
@@ -76,6 +82,7 @@ class Spend:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.unpriced += other.unpriced
         self.currency = self.currency or other.currency
+        self.counted_tokens += other.counted_tokens
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (a ``task`` result's ``meta.subagent.spend``, ``log inspect --json``)."""
@@ -92,6 +99,7 @@ class Spend:
             },
             "unpriced": self.unpriced,
             "currency": self.currency,
+            **({"countedTokens": self.counted_tokens} if self.counted_tokens else {}),
         }
 
     @classmethod
@@ -105,6 +113,7 @@ class Spend:
         currency = data.get("currency")
         requests = data.get("requests")
         unpriced = data.get("unpriced")
+        counted = data.get("countedTokens")
         return cls(
             requests=requests if isinstance(requests, int) else 0,
             usage=Usage.from_dict(usage) if isinstance(usage, Mapping) else Usage(),
@@ -116,6 +125,7 @@ class Spend:
             reasoning=num(by.get("reasoning")),
             unpriced=unpriced if isinstance(unpriced, int) else 0,
             currency=currency if isinstance(currency, str) else None,
+            counted_tokens=counted if isinstance(counted, int) and not isinstance(counted, bool) else 0,
         )
 
 
@@ -125,7 +135,9 @@ def _round(x: float) -> float:
 
 @dataclass(frozen=True, slots=True)
 class RequestCost:
-    """One model request of the log: its reply's seq, turn, step, model, usage and cost."""
+    """One model request of the log: its reply's seq, turn, step, model, usage and cost.
+    ``kind``: ``"reply"`` (an agent's request) or ``"summary"`` (a compaction's summary calls,
+    from its ``compaction/summary`` event: ``step`` is ``None``)."""
 
     seq: int
     turn: int | None
@@ -133,6 +145,7 @@ class RequestCost:
     model: str | None
     usage: Usage
     cost: Cost | None
+    kind: str = "reply"
 
 
 @dataclass(slots=True)
@@ -155,10 +168,17 @@ class Ledger:
     #: ``(call id, child session id, its spend)`` of each sub-agent run
     subagents: list[tuple[str, str | None, Spend]] = field(default_factory=list)
     model: str | None = None
+    #: the tokens of a request whose reply recorded no usage (``None``: not counted); the agent's
+    #: meter gives one for `Options.token_budget` (foldlog.cost.meter)
+    count_unreported: Callable[[Mapping[str, Any]], int] | None = None
+    #: the turn open at the latest event (a compaction's summary call belongs to it)
+    open_turn: int | None = None
     #: events fed so far
     seen: int = 0
     #: the event types `feed` reads (the others only count in `seen`)
-    READS: ClassVar[frozenset[str]] = frozenset({"request/header", "assistant/message", "tool/result"})
+    READS: ClassVar[frozenset[str]] = frozenset(
+        {"request/header", "assistant/message", "tool/result", "compaction/summary", "turn/start", "turn/end"}
+    )
 
     @classmethod
     def of_events(cls, events: Iterable[Mapping[str, Any]], **kw: Any) -> Ledger:
@@ -181,43 +201,23 @@ class Ledger:
         if kind == "request/header":
             model = data.get("model")
             self.model = model if isinstance(model, str) else None
+        elif kind == "turn/start":
+            turn = data.get("turn")
+            self.open_turn = turn if isinstance(turn, int) else None
+        elif kind == "turn/end":
+            self.open_turn = None
         elif kind == "assistant/message":
             if event.get("surfaceOp", "append") != "append":
                 return  # a repaired copy of an earlier reply (load repair), not a request
             raw = data.get("usage")
             if not isinstance(raw, Mapping):
+                if self.count_unreported is not None:
+                    self._count(self.count_unreported(event), data.get("turn"))
                 return
-            usage = Usage.from_dict(raw)
-            # the model that answered, when the log names it (imported transcripts do)
-            answered = data.get("model")
-            model = answered if isinstance(answered, str) and answered else self.model
-            cost = Cost.from_log(data["cost"]) if "cost" in data else None
-            if cost is None and self.price_missing:
-                time = event.get("time")
-                cost = price_request(
-                    usage,
-                    model,
-                    provider=self.provider,
-                    time_ms=time if isinstance(time, int) else None,
-                    prices=self.prices,
-                )
-            seq = event.get("seq")
             turn, step = data.get("turn"), data.get("step")
-            if self.keep_requests:
-                self.requests.append(
-                    RequestCost(
-                        seq if isinstance(seq, int) else -1,
-                        turn if isinstance(turn, int) else None,
-                        step if isinstance(step, int) else None,
-                        model,
-                        usage,
-                        cost,
-                    )
-                )
-            self.session.add_request(usage, cost)
-            t = self._turn(turn)
-            if t is not None:
-                t.add_request(usage, cost)
+            self._request(event, data, Usage.from_dict(raw), turn, step, "reply", 1)
+        elif kind == "compaction/summary":
+            self._summary(event, data)
         elif kind == "tool/result":
             meta = data.get("meta")
             sub = meta.get("subagent") if isinstance(meta, Mapping) else None
@@ -232,6 +232,66 @@ class Ledger:
             t = self._turn(data.get("turn"))
             if t is not None:
                 t.add(spend)
+
+    def _summary(self, event: Mapping[str, Any], data: Mapping[str, Any]) -> None:
+        """A compaction's summary calls: their reported usage (``usage``, summed over the calls,
+        ``requests`` of them) priced like a reply, else the tokens counted locally when the
+        summariser reported none (``countedTokens``); both count in the open turn."""
+        raw = data.get("usage")
+        calls = data.get("requests")
+        calls = calls if isinstance(calls, int) and not isinstance(calls, bool) and calls > 0 else 1
+        if isinstance(raw, Mapping):
+            self._request(event, data, Usage.from_dict(raw), self.open_turn, None, "summary", calls)
+        counted = data.get("countedTokens")
+        if isinstance(counted, int) and not isinstance(counted, bool) and counted > 0:
+            self._count(counted, self.open_turn)
+
+    def _count(self, tokens: int, turn: Any) -> None:
+        self.session.counted_tokens += tokens
+        t = self._turn(turn)
+        if t is not None:
+            t.counted_tokens += tokens
+
+    def _request(
+        self,
+        event: Mapping[str, Any],
+        data: Mapping[str, Any],
+        usage: Usage,
+        turn: Any,
+        step: Any,
+        kind: str,
+        calls: int,
+    ) -> None:
+        # the model that answered, when the log names it (imported transcripts, summaries do)
+        answered = data.get("model")
+        model = answered if isinstance(answered, str) and answered else self.model
+        cost = Cost.from_log(data["cost"]) if "cost" in data else None
+        if cost is None and self.price_missing:
+            time = event.get("time")
+            cost = price_request(
+                usage,
+                model,
+                provider=self.provider,
+                time_ms=time if isinstance(time, int) else None,
+                prices=self.prices,
+            )
+        seq = event.get("seq")
+        if self.keep_requests:
+            self.requests.append(
+                RequestCost(
+                    seq if isinstance(seq, int) else -1,
+                    turn if isinstance(turn, int) else None,
+                    step if isinstance(step, int) else None,
+                    model,
+                    usage,
+                    cost,
+                    kind,
+                )
+            )
+        self.session.add_request(usage, cost, calls)
+        t = self._turn(turn)
+        if t is not None:
+            t.add_request(usage, cost, calls)
 
 
 def session_ledger(session_or_path: Any, **kw: Any) -> Ledger:

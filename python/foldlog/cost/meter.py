@@ -2,6 +2,9 @@
 reply's ``assistant/message``), keeps the session's `Ledger` up to date from the log, and checks
 the budget (`Options.cost_limit`, `Options.token_budget`) before each request.
 
+A request whose provider reported no usage still counts against ``token_budget``: its prompt
+and reply counted locally with the session's tokenizer (`Spend.counted_tokens`).
+
 A request starts only while the session's spending — its own requests and its sub-agents' — is
 below both limits; the one that reaches a limit ends the run at the next request, with the
 turn's end reason ``budget``. So a run passes a limit by at most its last request (and, for a
@@ -10,6 +13,9 @@ sub-agent, the child's last request: the child gets what its parent has left).
 
 from __future__ import annotations
 
+import bisect
+import itertools
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from foldlog.cost.ledger import Ledger, Spend
@@ -18,6 +24,7 @@ from foldlog.errors import ConfigError
 
 if TYPE_CHECKING:
     from foldlog.log.session import Session
+    from foldlog.log.tokens import Tokenizer
     from foldlog.providers.base import Usage
 
 
@@ -53,7 +60,51 @@ class AgentMeter:
         self.currency: str | None = None
         if cost_limit is not None:
             self._require(model)
-        self.ledger = Ledger(prices=self.prices, provider=self.provider, keep_requests=False)
+        #: the prompt tokens of the request about to be made, counted before it when the
+        #: provider has been reporting no usage (`_count_unreported` reads it)
+        self._pending_prompt: int | None = None
+        self._unreported = False
+        #: the surface's seqs and cumulative token counts, for `_surface_before`
+        self._prefix: tuple[list[int], list[int]] = ([], [0])
+        self._prefix_key: tuple[int, int, str] | None = None
+        self.ledger = Ledger(
+            prices=self.prices,
+            provider=self.provider,
+            keep_requests=False,
+            count_unreported=self._count_unreported if token_budget is not None else None,
+        )
+
+    def _count_unreported(self, event: Mapping[str, Any]) -> int:
+        """The tokens of a request whose reply recorded no usage, counted locally with the
+        session's tokenizer (exact for models foldlog knows, else its calibrated estimate): the
+        prompt as counted just before the request (`over`), or — for a reply the meter did not
+        see go out (a resumed log, the first such reply) — the surface messages before it; plus
+        the reply itself."""
+        self._unreported = True
+        tok = self.session.tokenizer(self.ledger.model)
+        data = event.get("data")
+        message = data.get("message") if isinstance(data, Mapping) else None
+        reply = int(tok.count_message(message)) if isinstance(message, Mapping) else 0
+        prompt, self._pending_prompt = self._pending_prompt, None
+        if prompt is None:
+            seq = event.get("seq")
+            prompt = self._surface_before(seq if isinstance(seq, int) else 0, tok)
+        return prompt + reply
+
+    def _surface_before(self, seq: int, tok: Tokenizer) -> int:
+        """Prompt tokens of the surface messages before event ``seq`` (what a request answered
+        at ``seq`` carried, unless a fold came between). The surface's counts are summed once per
+        surface and tokenizer, so a resumed log with many such replies is read in linear time."""
+        key = (self.session.rewrite_version, len(self.session.derive_messages()), tok.name)
+        if self._prefix_key != key:
+            messages = self.session.derive_messages()
+            counts = self.session.token_counts(self.ledger.model) if tok.exact else None
+            if counts is None or len(counts) != len(messages):
+                counts = [int(tok.count_message(m)) for m in messages]
+            self._prefix = (self.session.surface_seqs(), list(itertools.accumulate(counts, initial=0)))
+            self._prefix_key = key
+        seqs, sums = self._prefix
+        return sums[bisect.bisect_left(seqs, seq)] + int(tok.request_overhead())
 
     def _require(self, model: str | None) -> None:
         if model != self._checked or model is None:
@@ -95,6 +146,9 @@ class AgentMeter:
         if self.cost_limit is None and self.token_budget is None:
             return None
         spend = self.spend
+        if self.token_budget is not None and self._unreported:
+            # the provider reports no usage: count this request's prompt now, as it goes out
+            self._pending_prompt = int(self.session.token_count(model or self.ledger.model))
         if self.token_budget is not None and spend.tokens >= self.token_budget:
             return {
                 "limit": "tokens",

@@ -1,7 +1,9 @@
 """What one request cost: its usage priced by the `genai-prices` package (``foldlog[cost]``).
 
-Each kind of token is priced apart — uncached input, cache reads, cache writes, output, and the
-reasoning part of the output — so a report can say where the money went. `genai-prices` knows
+A request is priced as one whole request (its total is genai-prices' price of the whole usage, so
+a tier keyed on the request's input size applies to all of it), then taken apart by kind of
+token — uncached input, cache reads, cache writes, output, and the reasoning part of the output —
+so a report can say where the money went. `genai-prices` knows
 the prices of the hosted models (with their dated and time-of-day variants: a request is priced
 at the time it was made). The one table kept here, `FALLBACK_PRICES`, holds only the model it
 lacks: the bundled local model, which costs nothing. A caller's own `Price` for a model (a
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -127,6 +129,25 @@ class Cost:
         )
 
 
+def sum_costs(costs: Sequence[Cost]) -> Cost:
+    """Several requests' costs as one (a compaction's summary calls), kind by kind; the
+    currency and price source of the first."""
+    first = costs[0] if costs else Cost()
+
+    def total(kind: str) -> float:
+        return float(sum((Decimal(repr(getattr(c, kind))) for c in costs), Decimal(0)))
+
+    return Cost(
+        total("input"),
+        total("cache_read"),
+        total("cache_write"),
+        total("output"),
+        total("reasoning"),
+        currency=first.currency,
+        source=first.source,
+    )
+
+
 def _genai_prices() -> Any:
     try:
         import genai_prices
@@ -165,27 +186,60 @@ def price_request(
     model_price = _model_price(provider, model, time_ms // 60_000)
     if model_price is None:
         return None
+    return whole_request_cost(gp, model_price, usage)
+
+
+def whole_request_cost(gp: Any, model_price: Any, usage: Usage) -> Cost:
+    """One request priced whole by genai-prices: its total is genai-prices' price of the whole
+    usage, so tiers keyed on the request's input (Claude's and Gemini's long-context rates) apply
+    to every kind of token of it at once. The split by kind is the same total taken apart at the
+    rates of that tier: each part is the count of its kind at the rate genai-prices charges, for a
+    request of this input size, for that kind (cache reads, cache writes, reasoning); the
+    uncached input and the plain output are the rest of each direction, and a charge that is
+    neither (a per-request fee) goes to ``input``. The parts add up to genai-prices' total."""
     fresh, reads, writes, output, reasoning = token_kinds(usage)
+    total_in = fresh + reads + writes
+    total_out = output + reasoning
+    if not total_in and not total_out:
+        return Cost(source=genai_prices_source())
 
-    def calc(**counts: int) -> float:
-        if not any(counts.values()):
-            return 0.0
+    def calc(**counts: int) -> Any:
         # genai-prices counts cache reads/writes inside input_tokens, reasoning inside output_tokens
-        inp = counts.get("input_tokens", 0) + counts.get("cache_read_tokens", 0)
-        inp += counts.get("cache_write_tokens", 0)
-        out = counts.get("output_tokens", 0) + counts.get("output_reasoning_tokens", 0)
-        keys = {k: v for k, v in counts.items() if k not in ("input_tokens", "output_tokens") and v}
-        usage_obj = gp.Usage(
-            **({"input_tokens": inp} if inp else {}), **({"output_tokens": out} if out else {}), **keys
-        )
-        return float(model_price.calc_price(usage_obj)["total_price"])
+        return model_price.calc_price(gp.Usage(**{k: v for k, v in counts.items() if v}))
 
+    whole = calc(
+        input_tokens=total_in,
+        cache_read_tokens=reads,
+        cache_write_tokens=writes,
+        output_tokens=total_out,
+        output_reasoning_tokens=reasoning,
+    )
+
+    def share(count: int, price: Decimal, of: int) -> Decimal:
+        # ``count`` tokens at the rate ``price`` paid for ``of`` tokens of that kind
+        return price * Decimal(count) / Decimal(of) if count else Decimal(0)
+
+    # every probe has the whole request's input size, so it is priced at the same tier
+    read_cost = share(reads, calc(input_tokens=total_in, cache_read_tokens=total_in)["input_price"], total_in)
+    write_cost = share(
+        writes, calc(input_tokens=total_in, cache_write_tokens=total_in)["input_price"], total_in
+    )
+    reasoning_cost = share(
+        reasoning,
+        calc(input_tokens=total_in, output_tokens=reasoning, output_reasoning_tokens=reasoning)[
+            "output_price"
+        ],
+        reasoning,
+    )
+    other = whole["total_price"] - whole["input_price"] - whole["output_price"]
+    fresh_cost = whole["input_price"] - read_cost - write_cost + other
+    output_cost = whole["output_price"] - reasoning_cost
     return Cost(
-        calc(input_tokens=fresh),
-        calc(cache_read_tokens=reads),
-        calc(cache_write_tokens=writes),
-        calc(output_tokens=output),
-        calc(output_reasoning_tokens=reasoning),
+        float(fresh_cost),
+        float(read_cost),
+        float(write_cost),
+        float(output_cost),
+        float(reasoning_cost),
         currency="USD",
         source=genai_prices_source(),
     )
@@ -262,5 +316,7 @@ __all__ = [
     "provider_id",
     "provider_prices",
     "require_price",
+    "sum_costs",
     "token_kinds",
+    "whole_request_cost",
 ]

@@ -59,7 +59,7 @@ def add_subagents(
 ) -> None:
     """Child conversations for the sub-agent runs of the session: inline ones and the
     ``agent-*.jsonl`` files beside ``path``."""
-    from foldlog.interchange.claude_code import check_records, convert_records
+    from foldlog.interchange.claude_code import check_records, convert_records, unknown_records
 
     if not parts.main.records or all(rec.get("isSidechain") for _, rec in parts.main.records):
         return  # a sub-agent's own file: it has no sub-agents of its own here
@@ -80,6 +80,7 @@ def add_subagents(
         seen.add(agent)
         check_records(sub, file)
         sub_parts = split(sub)
+        conv.left_out.extend(f"{file.name}: {line}" for line in unknown_records(sub))
         runs.append((agent, sub_parts.main, file))
     for agent, thread, source in runs:
         child = convert_records(thread.records, source)

@@ -4,10 +4,15 @@ One API response is written over several lines (one content block each) sharing 
 and the results of its tool calls can sit between those lines. We therefore gather a response
 with the results that follow it and write it out when something else begins: the assistant
 message with every call, its ``tool/call`` events, then the results in the order they came.
-``compact_boundary`` + the ``isCompactSummary`` user record become a foldlog compaction.
+``compact_boundary`` + the ``isCompactSummary`` user record become a foldlog compaction; so does
+an ``isCompactSummary`` prompt that starts a new root (Claude Code 1.0.x wrote no boundary), and
+any other prompt that starts a new root later in the file (plan mode's "Implement the following
+plan:") starts the model's context over: a reset in the same log.
 Images and documents (pasted into a prompt, returned by a tool such as Read on a PNG or PDF)
 are kept as blocks; a block the log has no form for is named in the import report.
-``progress``, snapshots, queue operations and titles are not model history and are skipped.
+``progress``, snapshots, queue operations and titles are not model history and are skipped; a
+record or reply block of a kind this importer does not know is named, with its count, in the
+conversation's ``left_out`` (a server tool's ``*_tool_result`` block is the result of its call).
 
 The file is a tree (:mod:`foldlog.interchange.claude_tree`): the conversation is the thread
 the session ended on. Sub-agent runs — inline ``isSidechain`` records, or ``agent-*.jsonl``
@@ -20,11 +25,12 @@ abandoned branches are reported in ``left_out``, or become fork children with
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from foldlog.interchange.claude_tree import Record, split, tool_use_ids
+from foldlog.interchange.claude_tree import Record, is_new_root, split, tool_use_ids
 from foldlog.interchange.events import Conversation, EventBuilder, media_blocks
 from foldlog.interchange.source import expect, iso_ms, iter_jsonl, need_dict
 from foldlog.log.text import display_text
@@ -71,6 +77,7 @@ def _flush(b: EventBuilder, reply: _Reply | None) -> None:
     texts: list[str] = []
     thinking: list[str] = []
     calls: list[tuple[str | None, str, str]] = []
+    served: list[dict[str, Any]] = []  # results the server wrote into the reply itself
     for block in reply.blocks:
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str):
@@ -83,6 +90,13 @@ def _flush(b: EventBuilder, reply: _Reply | None) -> None:
             calls.append(
                 (block.get("id"), str(block.get("name") or ""), json.dumps(args, ensure_ascii=False))
             )
+        elif isinstance(kind, str) and kind.endswith("_tool_result") and block.get("tool_use_id"):
+            # a server tool's result (web_search_tool_result, …): the result of its call
+            served.append(block)
+        elif kind in _NOT_CARRIED:
+            b.leave_out(f"{kind!r} reply block(s): {_NOT_CARRIED[kind]}")
+        else:
+            b.leave_out(f"{kind!r} reply block(s): a kind of block this importer does not know")
     extra: dict[str, Any] = {}
     if reply.model:
         extra["model"] = reply.model
@@ -93,6 +107,10 @@ def _flush(b: EventBuilder, reply: _Reply | None) -> None:
         usage=usage_from_anthropic(reply.usage),
         extra=extra,
     )
+    for block in served:
+        content = block.get("content")
+        text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+        b.tool_result(block["tool_use_id"], text, is_error=_is_error_result(content))
     for line, time, block in reply.results:
         b.line, b.time = line, time
         b.tool_result(
@@ -100,6 +118,32 @@ def _flush(b: EventBuilder, reply: _Reply | None) -> None:
             b.content(block.get("content")),
             is_error=bool(block.get("is_error")),
         )
+
+
+def _is_error_result(content: Any) -> bool:
+    return isinstance(content, dict) and str(content.get("type", "")).endswith("_error")
+
+
+#: reply blocks foldlog has no form for, and why (each is named in the import's "left out")
+_NOT_CARRIED = {
+    "redacted_thinking": "encrypted reasoning, readable only by the provider",
+}
+
+#: records that are not model history: skipped (every other kind is named in "left out")
+_NOT_HISTORY = frozenset({"progress", "file-history-snapshot", "queue-operation", "summary", "custom-title"})
+
+
+def unknown_records(records: list[Record]) -> list[str]:
+    """One "left out" line per record type of a file this importer does not know, with its
+    count (counted over the whole file: such a record is in no thread)."""
+    kinds = Counter(
+        str(rec.get("type"))
+        for _, rec in records
+        if rec.get("type") not in ("user", "assistant", "system") and rec.get("type") not in _NOT_HISTORY
+    )
+    return [
+        f"{n} {kind!r} record(s): a kind of record this importer does not know" for kind, n in kinds.items()
+    ]
 
 
 def check_records(records: list[Record], path: str | Path) -> None:
@@ -129,7 +173,7 @@ def convert_records(records: list[Record], path: str | Path) -> Conversation:
     for number, rec in records:
         kind = rec.get("type")
         if kind not in ("user", "assistant", "system"):
-            continue  # progress, file-history-snapshot, queue-operation, summary: not history
+            continue  # not history (progress, snapshots, titles); unknown kinds: `unknown_records`
         time = iso_ms(rec.get("timestamp"))
         if kind == "system":
             if rec.get("subtype") == "compact_boundary":
@@ -190,7 +234,12 @@ def convert_records(records: list[Record], path: str | Path) -> Conversation:
             boundary = None
             continue
         media = media_blocks(content, b.warn)
-        b.user(media if media is not None else content, source="meta" if rec.get("isMeta") else None)
+        prompt = media if media is not None else content
+        source = "meta" if rec.get("isMeta") else None
+        if is_new_root(rec) and b.counts.messages:
+            b.restart(prompt, source=source)  # a new root later in the file: the context starts over
+        else:
+            b.user(prompt, source=source)
     _flush(b, reply)
     return b.conversation(id=session_id, meta=meta)
 
@@ -204,6 +253,7 @@ def convert(path: str | Path, *, branches: str = "current") -> list[Conversation
     check_records(records, path)
     parts = split(records)
     main = convert_records(parts.main.records, path)
+    main.left_out.extend(unknown_records(records))
     add_forks(main, parts.main, path, branches)
     if parts.unlinked:
         main.left_out.append(
@@ -228,4 +278,12 @@ def task_calls(records: list[Record]) -> dict[str, str]:
     return out
 
 
-__all__ = ["FORMAT", "check_records", "convert", "convert_records", "task_calls", "usage_from_anthropic"]
+__all__ = [
+    "FORMAT",
+    "check_records",
+    "convert",
+    "convert_records",
+    "task_calls",
+    "unknown_records",
+    "usage_from_anthropic",
+]

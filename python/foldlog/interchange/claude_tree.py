@@ -1,7 +1,9 @@
 """Claude Code records as a tree: the thread a session ended on, its sub-agents, its branches.
 
 Every record names its parent (``parentUuid``; a compaction boundary starts a new root and
-names the record before it in ``logicalParentUuid``). The history the session ended on is the
+names the record before it in ``logicalParentUuid``; a message that starts a new root later in
+the file — 1.0.x's continuation after a compaction, plan mode's new root — continues the message
+before it, so no thread is lost). The history the session ended on is the
 chain from its last message back to the root — but the chain alone is not all of it: a reply
 written over several lines, and the results of parallel calls, hang off the line that carried
 their call, beside the chain. A record off the chain is therefore *part of the thread* when it
@@ -98,11 +100,19 @@ def result_ids(rec: dict[str, Any]) -> list[str] | None:
 # --- threads ---------------------------------------------------------------------------------
 
 
-def _parents(records: list[Record]) -> tuple[dict[str, Record], dict[str, str | None]]:
+def _parents(
+    records: list[Record], *, join_roots: bool = True
+) -> tuple[dict[str, Record], dict[str, str | None]]:
     """The records by uuid, and each one's parent within ``records`` (``None`` at a root). A
     compaction boundary continues the history before it: the record its ``logicalParentUuid``
     names. A record whose parent is not in the file (the boundary's included: a compaction
-    summarizer's file, a transcript cut short) continues the message before it in the file."""
+    summarizer's file, a transcript cut short) continues the message before it in the file.
+
+    With ``join_roots`` a message that starts a new root after the first one continues the
+    message before it in the file: Claude Code 1.0.x wrote the continuation after an
+    auto-compaction as a new root (an ``isCompactSummary`` prompt without
+    ``logicalParentUuid``), and plan mode's "Implement the following plan" starts one too. The
+    converter writes the first as a fold and the second as a reset (see `is_new_root`)."""
     index: dict[str, Record] = {r[1]["uuid"]: r for r in records if isinstance(r[1].get("uuid"), str)}
     parents: dict[str, str | None] = {}
     previous: str | None = None
@@ -116,10 +126,25 @@ def _parents(records: list[Record]) -> tuple[dict[str, Record], dict[str, str | 
             parent = logical if logical in index else previous
         elif isinstance(parent, str) and parent not in index:
             parent = previous  # its parent was not written here (a summarizer's context)
+        elif join_roots and is_new_root(rec):
+            parent = previous  # None for the first message: the session's own root
         parents[uuid] = parent if isinstance(parent, str) and parent in index else None
         if rec.get("type") in _MESSAGES:
             previous = uuid
     return index, parents
+
+
+def is_new_root(rec: dict[str, Any]) -> bool:
+    """Whether ``rec`` is a message that starts a root of its own (``"parentUuid": null``, no
+    compaction boundary naming what it continues): the session's first message, or — later in
+    the file — a continuation the CLI wrote as a new root (see `_parents`)."""
+    return (
+        rec.get("type") in _MESSAGES
+        and isinstance(rec.get("uuid"), str)
+        and "parentUuid" in rec
+        and rec["parentUuid"] is None
+        and not isinstance(rec.get("logicalParentUuid"), str)
+    )
 
 
 def _last_message(records: list[Record]) -> Record | None:
@@ -227,7 +252,7 @@ def _untracked(record: Record) -> bool:
 
 def _runs(records: list[Record]) -> list[tuple[str | None, list[Record]]]:
     """Sub-agent records grouped into runs: by ``agentId``, else by the root they hang from."""
-    _, parents = _parents(records)
+    _, parents = _parents(records, join_roots=False)  # runs without an agentId: one per root
     groups: dict[str, list[Record]] = {}
     agents: dict[str, str | None] = {}
     for rec in records:

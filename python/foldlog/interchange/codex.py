@@ -69,6 +69,13 @@ def _render_history(items: list[Any]) -> str:
     return "\n\n".join(lines)
 
 
+#: the envelope of a response item (what is left is a call's arguments)
+_ENVELOPE = frozenset({"type", "id", "call_id", "status", "name"})
+#: response items that are not model history the log can hold: the provider's encrypted
+#: ``compaction`` item stands for a summary only the provider can read (rendered in a fold)
+_NOT_HISTORY_ITEMS = frozenset({"ghost_snapshot", "compaction", "compaction_summary"})
+
+
 class _Converter:
     def __init__(self, path: str | Path) -> None:
         self.path = path
@@ -155,7 +162,11 @@ class _Converter:
             action = item.get("action") or {}
             query = action.get("query") if isinstance(action, dict) else None
             self.open_reply(number).texts.append(f"[web search: {query}]" if query else "[web search]")
-        elif kind in ("function_call_output", "custom_tool_call_output"):
+        elif kind == "local_shell_call":  # the older shell tool: its output is a function_call_output
+            action = item.get("action")
+            args = json.dumps(action if isinstance(action, dict) else {}, ensure_ascii=False)
+            self.open_reply(number).calls.append((item.get("call_id"), "local_shell", args))
+        elif kind in ("function_call_output", "custom_tool_call_output", "local_shell_call_output"):
             self.flush()
             self.b.line, self.b.time = number, self.time
             output = item.get("output")
@@ -165,6 +176,21 @@ class _Converter:
             else:
                 content = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
             self.b.tool_result(item.get("call_id"), content)
+        elif isinstance(kind, str) and kind.endswith("_call_output") and isinstance(item.get("call_id"), str):
+            self.flush()  # a newer tool's output: the result of the call it names (kept below)
+            if not self.b.has_pending(item["call_id"]):
+                self.b.leave_out(f"{kind!r} item(s): the output of a call this transcript does not hold")
+                return
+            self.b.line, self.b.time = number, self.time
+            output = item.get("output", {k: v for k, v in item.items() if k not in _ENVELOPE})
+            text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+            self.b.tool_result(item["call_id"], text)
+        elif isinstance(kind, str) and kind.endswith("_call") and isinstance(item.get("call_id"), str):
+            # a newer kind of call (formats grow them): kept as a call with what it holds
+            args = json.dumps({k: v for k, v in item.items() if k not in _ENVELOPE}, ensure_ascii=False)
+            self.open_reply(number).calls.append((item["call_id"], str(item.get("name") or kind), args))
+        elif kind not in _NOT_HISTORY_ITEMS:
+            self.b.leave_out(f"{kind!r} item(s): a kind of response item this importer does not know")
 
     def run(self) -> list[Conversation]:
         for number, rec in iter_jsonl(self.path, "Codex rollouts"):
@@ -198,6 +224,8 @@ class _Converter:
                 if isinstance(message, str) and message.strip() and not summary:
                     summary = message
                 self.b.compaction(summary, trigger="auto", source=FORMAT)
+            else:
+                self.b.leave_out(f"{kind!r} record(s): a kind of record this importer does not know")
         self.flush()
         return [self.b.conversation(id=self.id, meta=self.meta)]
 

@@ -41,6 +41,7 @@ def _assistant(b: EventBuilder, data: Mapping[str, Any], path: str | Path, line:
     content = message.get("content")
     calls: list[tuple[str | None, str, str]] = []
     texts: list[str] = []
+    thinking: list[str] = []
     if isinstance(content, list):
         for block in content:
             if isinstance(block, Mapping) and block.get("type") == "tool_use":
@@ -48,7 +49,9 @@ def _assistant(b: EventBuilder, data: Mapping[str, Any], path: str | Path, line:
                     (block.get("id"), str(block.get("name") or ""), json.dumps(block.get("input", {})))
                 )
             elif isinstance(block, Mapping) and block.get("type") in ("thinking", "reasoning"):
-                continue
+                text = block.get("thinking", block.get("text"))
+                if isinstance(text, str) and text:
+                    thinking.append(text)  # the reply's reasoning, not its text
             else:
                 texts.append(display_text([block]))
     else:
@@ -59,7 +62,7 @@ def _assistant(b: EventBuilder, data: Mapping[str, Any], path: str | Path, line:
     extra = {"interrupted": True} if data.get("interrupted") else None
     b.assistant(
         "".join(texts),
-        reasoning=message.get("reasoning_content") or None,
+        reasoning=message.get("reasoning_content") or "\n\n".join(thinking) or None,
         tool_calls=calls,
         usage=_usage(data.get("usage")),
         extra=extra,

@@ -84,7 +84,8 @@ class Conversation:
     that in: the parent's id is only known once it is written) — ``{"kind": "subagent",
     "callId": …}`` or ``{"kind": "fork", "atSeq": …}``. ``name`` tells children apart
     (``agent-a93ccab``, ``fork-1``); ``left_out`` says, one line each, what of the source was
-    not imported (abandoned branches under ``branches="current"``)."""
+    not imported (abandoned branches under ``branches="current"``, records and blocks of kinds
+    the importer does not know, with their counts)."""
 
     events: list[ImportedEvent]
     counts: ImportCounts
@@ -198,11 +199,17 @@ class EventBuilder:
         self._synth = 0
         self._compaction = 0
         self._warnings: Counter[str] = Counter()
+        self._left_out: Counter[str] = Counter()
         self._rec = Recorder(self._emit)
 
     def warn(self, message: str) -> None:
         """Note something of the source that could not be carried as it was (reported once, counted)."""
         self._warnings[message] += 1
+
+    def leave_out(self, what: str) -> None:
+        """Note one record of the source that is not imported (``what`` names its kind and
+        why); the conversation's ``left_out`` says it once, with its count."""
+        self._left_out[what] += 1
 
     def content(self, content: Any) -> Any:
         """Message content as the log keeps it: blocks when it holds media, else its text (a
@@ -315,6 +322,25 @@ class EventBuilder:
             data["source"] = source
         self.counts.messages["user"] += 1
         return self._rec.user(data)
+
+    def restart(self, content: Any, *, source: str | None = None) -> int:
+        """A prompt that starts the model's context over (a new root of a Claude Code session:
+        plan mode's "Implement the following plan", a cleared conversation): a new turn whose
+        user message resets the surface to the leading system messages and itself."""
+        self.end_turn()
+        self._open_step()
+        data: dict[str, Any] = {"role": "user", "content": content}
+        if source:
+            data["source"] = source
+        lead = 0
+        while lead < len(self._surface) and self._surface_is_system[self._surface[lead]]:
+            lead += 1
+        kept = self._surface[:lead]
+        self.counts.messages["user"] += 1
+        seq = self._emit("user/message", data, surface_op={"op": "reset", "keep": list(kept)})
+        self._surface = [*kept, seq]
+        self._surface_is_system[seq] = False
+        return seq
 
     def assistant(
         self,
@@ -443,7 +469,8 @@ class EventBuilder:
     def conversation(self, *, id: str | None = None, meta: Mapping[str, Any] | None = None) -> Conversation:
         self.finish()
         warnings = [msg if n == 1 else f"{msg} ({n} times)" for msg, n in self._warnings.items()]
-        return Conversation(self.events, self.counts, id, dict(meta or {}), warnings)
+        left_out = [f"{n} {what}" for what, n in self._left_out.items()]
+        return Conversation(self.events, self.counts, id, dict(meta or {}), warnings, left_out=left_out)
 
 
 def _dumps(value: Any) -> str:

@@ -14,9 +14,14 @@ Each message is one record, chained by ``uuid`` / ``parentUuid`` on the main thr
   its own file ``subagents/agent-<child id>.jsonl`` of ``isSidechain: true`` records, and the
   parent's ``tool_result`` record names it (``toolUseResult.agentId``), as Claude Code does.
 
+A context reset (``Session.replace``, an imported new root) starts a new root: the next record
+has ``parentUuid: null`` and no ``logicalParentUuid``, as plan mode writes one. Blocks are
+Anthropic's (``content_block`` of the Anthropic provider: an ``image_url`` becomes an
+``image``, a ``file`` a ``document``).
+
 Not carried: system messages (Claude Code transcripts do not hold the system prompt: named in
-the warnings), the text formatting of tool-call arguments (Claude Code keeps them as an object),
-turn end reasons.
+the warnings), audio blocks (their names in text, warned), messages a reset kept (warned), the
+text formatting of tool-call arguments (Claude Code keeps them as an object), turn end reasons.
 """
 
 from __future__ import annotations
@@ -27,7 +32,20 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from foldlog.interchange.export_walk import Compaction, Record, Reply, Result, System, TurnEnd, User, history
+from foldlog.interchange.export_blocks import Uncarried, where
+from foldlog.interchange.export_walk import (
+    Compaction,
+    Record,
+    Reply,
+    Reset,
+    Result,
+    System,
+    TurnEnd,
+    User,
+    history,
+)
+from foldlog.log.frozen import thaw
+from foldlog.providers.anthropic_body import content_block
 
 if TYPE_CHECKING:
     from foldlog.log.session import Session
@@ -69,23 +87,25 @@ def tool_input(arguments: str, warn: list[str]) -> dict[str, Any]:
     return {"arguments": arguments}
 
 
-def _image_block(block: Mapping[str, Any]) -> dict[str, Any]:
-    """An OpenAI ``image_url`` data URL as Anthropic's base64 image block; others as they are."""
-    url = block.get("image_url")
-    url = url.get("url") if isinstance(url, Mapping) else url
-    if block.get("type") == "image_url" and isinstance(url, str) and url.startswith("data:"):
-        head, _, data = url.partition(",")
-        media = head[5:].split(";")[0] or "image/png"
-        return {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
-    if block.get("type") == "image_url" and isinstance(url, str):
-        return {"type": "image", "source": {"type": "url", "url": url}}
-    return dict(block)
+def _block(block: Mapping[str, Any], at: str, index: int, notes: Uncarried) -> dict[str, Any]:
+    """One block as Claude Code keeps it: Anthropic's, as the Anthropic provider sends it
+    (an ``image_url`` becomes an ``image``, a ``file`` a ``document``); audio, which Anthropic
+    has no block for, becomes its name in text, warned in ``notes``."""
+    kind = block.get("type")
+    if kind in ("image_url", "file"):
+        converted = content_block(block)
+        if converted.get("type") in ("image", "document"):
+            return converted
+    if kind in ("input_audio", "file"):
+        return notes.text_for(at, index, block, f"Claude Code (Anthropic's API) has no {kind} block")
+    return {str(k): v for k, v in thaw(dict(block)).items()}
 
 
-def content_blocks(content: Any) -> Any:
-    """Message content as Claude Code writes it: a string, or blocks (images as Anthropic's)."""
+def content_blocks(content: Any, at: str = "a message", notes: Uncarried | None = None) -> Any:
+    """Message content as Claude Code writes it: a string, or Anthropic blocks."""
     if isinstance(content, list):
-        return [_image_block(b) if isinstance(b, Mapping) else b for b in content]
+        notes = notes if notes is not None else Uncarried("Claude Code")
+        return [_block(b, at, i, notes) if isinstance(b, Mapping) else b for i, b in enumerate(content)]
     return content if content is not None else ""
 
 
@@ -99,14 +119,18 @@ class _Writer:
         self.parent: str | None = None
         self.count = 0
         self.warnings: list[str] = []
+        self.notes = Uncarried("Claude Code")
+        #: the next message starts a root of its own (the context started over: a reset)
+        self.new_root = False
 
     def _uuid(self) -> str:
         self.count += 1
         return str(uuid.uuid5(_NS, f"{self.key}/{self.count}"))
 
     def record(self, kind: str, time: int, body: Mapping[str, Any], *, chain: bool = True) -> str:
+        root, self.new_root = self.new_root, False
         rec: dict[str, Any] = {
-            "parentUuid": self.parent if chain else None,
+            "parentUuid": self.parent if chain and not root else None,
             "isSidechain": self.sidechain,
             "userType": "external",
             "sessionId": self.session_id,
@@ -117,7 +141,7 @@ class _Writer:
         rec.update(body)
         rec["uuid"] = self._uuid()
         rec["timestamp"] = iso_time(time)
-        if not chain:
+        if not chain and not root:
             rec["logicalParentUuid"] = self.parent
         self.parent = rec["uuid"]
         self.lines.append(json.dumps(rec, ensure_ascii=False))
@@ -127,7 +151,7 @@ class _Writer:
         blocks: list[dict[str, Any]] = []
         if r.reasoning:
             blocks.append({"type": "thinking", "thinking": r.reasoning, "signature": ""})
-        text = r.content if isinstance(r.content, str) else _text(r.content)
+        text = r.content if isinstance(r.content, str) else self._reply_text(r)
         if text:
             blocks.append({"type": "text", "text": text})
         for call in r.calls:
@@ -152,11 +176,24 @@ class _Writer:
             message["usage"] = usage
         self.record("assistant", r.time, {"message": message})
 
+    def _reply_text(self, r: Reply) -> str:
+        """A reply's content blocks as its text: media (which a Claude Code reply cannot hold)
+        named in it and warned."""
+        pieces = [
+            self.notes.text_for(
+                where(r), i, b, "a Claude Code reply holds text, thinking and tool calls only"
+            )["text"]
+            if isinstance(b, Mapping) and b.get("type") not in (None, "text")
+            else _text([b])
+            for i, b in enumerate(r.content or [])
+        ]
+        return "\n".join(p for p in pieces if p)
+
     def result(self, r: Result, agent: str | None) -> None:
         block: dict[str, Any] = {
             "type": "tool_result",
             "tool_use_id": r.call_id,
-            "content": content_blocks(r.content),
+            "content": content_blocks(r.content, where(r), self.notes),
         }
         if r.is_error:
             block["is_error"] = True
@@ -171,7 +208,8 @@ class _Writer:
             if isinstance(rec, System):
                 systems += 1
             elif isinstance(rec, User):
-                body: dict[str, Any] = {"message": {"role": "user", "content": content_blocks(rec.content)}}
+                blocks = content_blocks(rec.content, where(rec), self.notes)
+                body: dict[str, Any] = {"message": {"role": "user", "content": blocks}}
                 if rec.source == "meta":
                     body["isMeta"] = True
                 self.record("user", rec.time, body)
@@ -193,8 +231,18 @@ class _Writer:
                 self.record("system", rec.time, boundary, chain=False)
                 summary = {"role": "user", "content": rec.summary}
                 self.record("user", rec.time, {"message": summary, "isCompactSummary": True})
+            elif isinstance(rec, Reset):
+                # Claude Code starts the context over at a new root (parentUuid null, nothing
+                # named as what it continues), as plan mode's "Implement the following plan" does
+                self.new_root = True
+                if rec.kept:
+                    self.warnings.append(
+                        f"the surface reset at #{rec.seq} kept {rec.kept} message(s): a new root "
+                        "keeps none, so they are not in the context after it"
+                    )
             elif isinstance(rec, TurnEnd):
                 continue
+        self.warnings += self.notes.warnings
         if systems:
             self.warnings.append(
                 f"{systems} system message(s) left out: Claude Code transcripts do not hold the system prompt"

@@ -14,8 +14,10 @@ Records, each with the event's time as ``timestamp``:
 - a tool result → ``function_call_output`` (text, or ``input_text`` / ``input_image`` parts);
 - a compaction → ``compacted`` with the summary as its ``message``.
 
-Not carried: tool results' error flag (Codex has none on outputs), content lists of text only
-(Codex message parts are read back as one text), end reasons other than completed / aborted.
+Not carried (each named in the warnings): tool results' error flag (Codex has none on outputs),
+audio, file and document blocks (written as their names in text, `export_blocks`), a context
+reset; also content lists of text only (Codex message parts are read back as one text), end
+reasons other than completed / aborted.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from foldlog.interchange.export_blocks import Uncarried, block_url, where
 from foldlog.interchange.export_claude_code import iso_time
-from foldlog.interchange.export_walk import Compaction, Reply, Result, System, TurnEnd, User, history
+from foldlog.interchange.export_walk import Compaction, Reply, Reset, Result, System, TurnEnd, User, history
 from foldlog.log.text import display_text
 
 if TYPE_CHECKING:
@@ -34,26 +37,43 @@ if TYPE_CHECKING:
 FORMAT = "codex"
 
 
-def _parts(content: Any, text_type: str) -> list[dict[str, Any]]:
-    """Content as Codex message parts: text parts and images (``input_image`` with a URL)."""
+#: the blocks Codex has no part for (its messages hold text and images)
+_NOT_CARRIED = frozenset({"input_audio", "file", "document"})
+
+
+def _parts(content: Any, text_type: str, at: str, notes: Uncarried) -> list[dict[str, Any]]:
+    """Content as Codex message parts: text parts and images (``input_image`` with a URL); a
+    block Codex cannot carry becomes its name in text, warned in ``notes``."""
     if not isinstance(content, list):
         return [{"type": text_type, "text": display_text(content)}]
     parts: list[dict[str, Any]] = []
-    for block in content:
-        if isinstance(block, Mapping) and block.get("type") == "image_url":
-            url = block.get("image_url")
-            url = url.get("url") if isinstance(url, Mapping) else url
-            parts.append({"type": "input_image", "image_url": str(url)})
-        elif isinstance(block, Mapping) and block.get("type") == "image":
-            source = block.get("source") or {}
-            if source.get("type") == "base64":
-                url = f"data:{source.get('media_type') or 'image/png'};base64,{source.get('data') or ''}"
-            else:
-                url = str(source.get("url") or "")
+    for index, block in enumerate(content):
+        url = block_url(block) if isinstance(block, Mapping) else None
+        if url is not None:
             parts.append({"type": "input_image", "image_url": url})
+        elif isinstance(block, Mapping) and block.get("type") in _NOT_CARRIED:
+            text = notes.text_for(
+                at, index, block, f"Codex has no {block.get('type')} part (text and images only)"
+            )
+            parts.append({"type": text_type, "text": text["text"]})
         else:
             parts.append({"type": text_type, "text": display_text([block])})
     return parts
+
+
+def _text_only(content: Any, at: str, notes: Uncarried, why: str | None = None) -> str:
+    """Content as one text (a reply, the base instructions, a tool output without images):
+    media blocks become their names, each warned in ``notes`` (``why``: by default, that Codex
+    has no part for the block)."""
+    if not isinstance(content, list):
+        return display_text(content)
+    pieces = [
+        notes.text_for(at, i, b, why or f"Codex has no {b.get('type')} part (text and images only)")["text"]
+        if isinstance(b, Mapping) and (block_url(b) is not None or b.get("type") in _NOT_CARRIED)
+        else display_text([b])
+        for i, b in enumerate(content)
+    ]
+    return "\n".join(p for p in pieces if p)
 
 
 def _has_media(content: Any) -> bool:
@@ -65,6 +85,7 @@ def _has_media(content: Any) -> bool:
 class _Writer:
     def __init__(self) -> None:
         self.lines: list[str] = []
+        self.notes = Uncarried("Codex")
         self.in_turn = False
         self.total = {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0}
         self.total_reasoning = 0
@@ -83,7 +104,7 @@ class _Writer:
         if r.reasoning:
             summary = [{"type": "summary_text", "text": r.reasoning}]
             self.item(r.time, {"type": "reasoning", "summary": summary, "content": None})
-        text = r.content if isinstance(r.content, str) else display_text(r.content)
+        text = _text_only(r.content, where(r), self.notes, "a Codex reply holds text only")
         if text or not r.calls:
             content = [{"type": "output_text", "text": text}]
             self.item(r.time, {"type": "message", "role": "assistant", "content": content})
@@ -126,30 +147,33 @@ def export(session: Session) -> tuple[str, list[str]]:
     first_time = records[0].time if records else 0
     meta: dict[str, Any] = {"id": session.id, "timestamp": iso_time(first_time), "originator": "foldlog"}
     if records and isinstance(records[0], System):
-        meta["base_instructions"] = {"text": display_text(records[0].content)}
+        first = records[0]
+        why = "Codex base instructions hold text only"
+        meta["base_instructions"] = {"text": _text_only(first.content, where(first), w.notes, why)}
         records = records[1:]
     w.put(first_time, "session_meta", meta)
     errors = 0
     for rec in records:
         if isinstance(rec, System):
-            w.item(
-                rec.time,
-                {"type": "message", "role": "developer", "content": _parts(rec.content, "input_text")},
-            )
+            parts = _parts(rec.content, "input_text", where(rec), w.notes)
+            w.item(rec.time, {"type": "message", "role": "developer", "content": parts})
         elif isinstance(rec, User):
-            w.item(
-                rec.time, {"type": "message", "role": "user", "content": _parts(rec.content, "input_text")}
-            )
+            parts = _parts(rec.content, "input_text", where(rec), w.notes)
+            w.item(rec.time, {"type": "message", "role": "user", "content": parts})
         elif isinstance(rec, Reply):
             w.reply(rec)
         elif isinstance(rec, Result):
             errors += rec.is_error
             output: Any = (
-                _parts(rec.content, "input_text") if _has_media(rec.content) else display_text(rec.content)
+                _parts(rec.content, "input_text", where(rec), w.notes)
+                if _has_media(rec.content)
+                else _text_only(rec.content, where(rec), w.notes)
             )
             w.item(rec.time, {"type": "function_call_output", "call_id": rec.call_id, "output": output})
         elif isinstance(rec, Compaction):
             w.put(rec.time, "compacted", {"message": rec.summary})
+        elif isinstance(rec, Reset):
+            warnings.append(rec.note())
         elif isinstance(rec, TurnEnd):
             if w.in_turn:
                 kind = "task_complete" if rec.reason == "completed" else "turn_aborted"
@@ -157,4 +181,5 @@ def export(session: Session) -> tuple[str, list[str]]:
                 w.in_turn = False
     if errors:
         warnings.append(f"{errors} tool result(s) marked as errors: Codex outputs carry no error flag")
+    warnings += w.notes.warnings
     return "\n".join(w.lines) + "\n", warnings

@@ -11,16 +11,22 @@ What the surface ops mean for a history (docs/log-format.md, "Surface ops"):
 - ``fold``: a `Compaction` record (the digest's summary). The formats we write know only one
   kind of compaction — everything before the summary is summarised — so the nodes a fold left
   *after* its digest (a kept tail, recorded before the fold) are written after the summary
-  instead of where they were recorded: the history read back derives the same messages.
+  instead of where they were recorded, and the messages it kept *before* its digest (the
+  pinned first prompt, earlier digests, user-marked messages) are written where they were
+  recorded and again, as copies (``copy=True``, a reply's copy without usage), right after the
+  summary: the history read back derives every message the fold kept, the latest summary first
+  (warned).
 - ``replace`` (a pruned copy of a tool result) and ``insert``: the original is written where it
-  happened and the later copy is left out, with a warning; ``reset`` (`Session.replace`) is
-  written as the messages that follow it, with a warning.
+  happened and the later copy is left out, with a warning; ``reset`` (`Session.replace`, an
+  imported new root) is a `Reset` record before its message: Claude Code writes it as a new
+  root, the other formats write the messages that follow it after the earlier ones, with a
+  warning.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from foldlog import _core as _native
@@ -35,6 +41,8 @@ class System:
     content: Any
     time: int
     seq: int
+    #: written again after a fold's summary (the fold kept it before its digest), not recorded there
+    copy: bool = False
 
 
 @dataclass(slots=True)
@@ -44,6 +52,7 @@ class User:
     seq: int
     #: the message's ``source`` (``"meta"``, ``"observation"``, …) when it has one
     source: str | None = None
+    copy: bool = False
 
 
 @dataclass(slots=True)
@@ -64,6 +73,8 @@ class Reply:
     #: foldlog usage (``promptTokens``, ``completionTokens``, ``cacheHitTokens``, …)
     usage: dict[str, Any] | None = None
     model: str | None = None
+    #: a copy carries no usage: it is not another request
+    copy: bool = False
 
 
 @dataclass(slots=True)
@@ -74,6 +85,7 @@ class Result:
     is_error: bool
     time: int
     seq: int
+    copy: bool = False
 
 
 @dataclass(slots=True)
@@ -86,6 +98,23 @@ class Compaction:
 
 
 @dataclass(slots=True)
+class Reset:
+    """The context starts over at the next message (a ``reset`` op: `Session.replace`, an
+    imported new root); ``kept``: the messages (not system ones) the reset kept before it."""
+
+    time: int
+    seq: int
+    kept: int = 0
+
+    def note(self) -> str:
+        """The warning of a format that cannot start the context over."""
+        return (
+            f"the surface reset at #{self.seq} (the context starting over) cannot be carried: "
+            "the messages after it follow the earlier ones"
+        )
+
+
+@dataclass(slots=True)
 class TurnEnd:
     turn: int
     #: the turn/end reason's ``kind`` (``completed``, ``aborted``, ``error``, …)
@@ -94,7 +123,7 @@ class TurnEnd:
     seq: int
 
 
-Record = System | User | Reply | Result | Compaction | TurnEnd
+Record = System | User | Reply | Result | Compaction | Reset | TurnEnd
 
 
 @dataclass(slots=True)
@@ -160,27 +189,28 @@ def _surface_after(session: Session, seq: int) -> list[int]:
     return core.surface_nodes()
 
 
-def _folds(session: Session) -> tuple[dict[int, list[int]], dict[int, int]]:
+def _folds(session: Session) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
     """For each fold (by its digest's seq): the nodes it left after its digest that were
     recorded before it — written after its summary, each at the last fold that keeps it so —
-    and how many non-system messages it kept before its digest (the formats cannot say so)."""
+    and the messages it kept before its digest (not the system prompt): the formats' compaction
+    keeps nothing before its summary, so they are written again after it."""
     folds = [
         int(e.get("seq") or 0)
         for e in _events(session)
         if isinstance(e.get("surfaceOp"), Mapping) and e["surfaceOp"].get("op") == "fold"
     ]
     last_fold: dict[int, int] = {}
-    lost: dict[int, int] = {}
+    kept_before: dict[int, list[int]] = {}
     for seq in folds:
         surface = _surface_after(session, seq)
         at = surface.index(seq)
         for node in surface[at + 1 :]:
             last_fold[node] = seq
-        lost[seq] = sum(1 for n in surface[:at] if session.events[n].get("type") != "system/message")
+        kept_before[seq] = [n for n in surface[:at] if session.events[n].get("type") != "system/message"]
     moved_to: dict[int, list[int]] = {}
     for node in sorted(last_fold):
         moved_to.setdefault(last_fold[node], []).append(node)
-    return moved_to, lost
+    return moved_to, kept_before
 
 
 def history(session: Session) -> History:
@@ -191,7 +221,7 @@ def history(session: Session) -> History:
     trigger: dict[str, str] = {}
     tokens_before: dict[str, int] = {}
     summary_of: dict[str, str] = {}
-    moved_to, lost = _folds(session)
+    moved_to, kept_before = _folds(session)
     moved = {node for nodes in moved_to.values() for node in nodes}
     for event in _events(session):
         kind = str(event.get("type"))
@@ -233,11 +263,21 @@ def history(session: Session) -> History:
                     tokens_before.get(cid),
                 )
             )
-            if lost.get(seq):
+            again = kept_before.get(seq, [])
+            if again:
                 warnings.append(
-                    f"the fold at #{seq} kept {lost[seq]} message(s) before its digest: "
-                    "the export's compaction summarises them too"
+                    f"the fold at #{seq} kept {len(again)} message(s) before its digest "
+                    f"(#{', #'.join(map(str, again))}): written again after its summary, as the "
+                    "format's compaction keeps nothing before its summary"
                 )
+            for node in again:
+                rec = message_record(session.events[node])
+                if isinstance(rec, Reply):
+                    rec = replace(rec, copy=True, usage=None)
+                elif isinstance(rec, System | User | Result):
+                    rec = replace(rec, copy=True)
+                if rec is not None:
+                    records.append(rec)
             for node in moved_to.get(seq, []):
                 rec = message_record(session.events[node])
                 if rec is not None:
@@ -247,10 +287,14 @@ def history(session: Session) -> History:
             pruned += 1
             continue
         if isinstance(op, Mapping) and op.get("op") == "reset":
-            warnings.append(
-                f"the surface reset at #{event.get('seq')} (Session.replace) cannot be carried: "
-                "the messages after it follow the earlier ones"
+            keep = op.get("keep")
+            nodes = [n for n in keep if isinstance(n, int)] if isinstance(keep, Sequence) else []
+            kept = sum(
+                1
+                for n in nodes
+                if 0 <= n < len(session.events) and session.events[n].get("type") != "system/message"
             )
+            records.append(Reset(int(event.get("time") or 0), int(event.get("seq") or 0), kept))
         if isinstance(op, Mapping) and op.get("op") == "insert":
             inserted += 1
         if int(event.get("seq") or 0) in moved:

@@ -2,7 +2,9 @@
 
 ``export(session, fmt)`` returns an `Exported`: the document's text, the files that go beside
 it (a Claude Code transcript's sub-agent files) and what the format could not carry
-(``warnings``). One module per format, each writing the history `export_walk.history` reads:
+(``warnings``: each block it cannot hold names its message and block; ``strict=True`` makes
+any warning an `ExportError` instead). One module per format, each writing the history
+`export_walk.history` reads:
 
 | ``fmt`` | module | what |
 |---|---|---|
@@ -67,24 +69,40 @@ class Exported:
         return written
 
 
-def export(session: Session, fmt: str, *, children: Sequence[Session] = (), wire: bool = False) -> Exported:
+def export(
+    session: Session,
+    fmt: str,
+    *,
+    children: Sequence[Session] = (),
+    wire: bool = False,
+    strict: bool = False,
+) -> Exported:
     """``session`` written as ``fmt`` (one of `EXPORT_FORMATS`); ``children``: its sub-agents'
-    sessions (Claude Code and ATIF carry them; the others name them in the warnings)."""
+    sessions (Claude Code and ATIF carry them; the others name them in the warnings).
+    ``strict``: anything the format cannot carry (every warning) raises `ExportError` naming
+    it all, instead of being written in its nearest form."""
+    result = _export(session, fmt, children, wire)
+    if strict and result.warnings:
+        shown = "; ".join(result.warnings[:10])
+        more = f"; … {len(result.warnings) - 10} more" if len(result.warnings) > 10 else ""
+        raise ExportError(
+            f"{fmt} cannot carry all of session {session.id} ({len(result.warnings)} problem(s), "
+            f"strict): {shown}{more}"
+        )
+    return result
+
+
+def _export(session: Session, fmt: str, children: Sequence[Session], wire: bool) -> Exported:
     if fmt == "openai":
         from foldlog.interchange.export_openai import export as to_openai
 
         text = to_openai(session, wire=wire)
         return Exported(fmt, text, warnings=_children_left_out(children, fmt))
     if fmt == "atif":
-        from foldlog.interchange.export_atif import trajectory
+        from foldlog.interchange.export_atif import export as to_atif
 
-        doc = trajectory(session, children)
-        notes = doc.get("notes")
-        return Exported(
-            fmt,
-            json.dumps(doc, indent=2, ensure_ascii=False) + "\n",
-            warnings=notes.split("; ") if isinstance(notes, str) else [],
-        )
+        doc, warnings = to_atif(session, children)
+        return Exported(fmt, json.dumps(doc, indent=2, ensure_ascii=False) + "\n", warnings=warnings)
     if fmt == "claude-code":
         from foldlog.interchange.export_claude_code import export as to_claude
 

@@ -15,24 +15,46 @@ import json
 from pathlib import Path
 from typing import Any
 
-from foldlog.interchange.events import Conversation, EventBuilder
+from foldlog.interchange.events import Conversation, EventBuilder, TranscriptError
 from foldlog.interchange.source import expect, iso_ms, load_json, need_dict, need_list
 from foldlog.log.text import display_text
 
 FORMAT = "gemini"
 
+#: the CLI's notices: not model history, left out and counted in the report
+_NOTICES = frozenset({"info", "error", "warning"})
 
-def usage_from_gemini(tokens: Any) -> dict[str, int] | None:
+
+def _count(tokens: dict[str, Any], key: str, path: str | Path, index: int | None) -> int:
+    """``tokens[key]`` as an int: missing or null is 0, an integral float (``12.0``) is taken;
+    anything else is a `TranscriptError` naming the file, message, field and value."""
+    value = tokens.get(key)
+    if value is None:
+        return 0
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    where = f"message {index}: " if index is not None else ""
+    raise TranscriptError(
+        f'{where}"tokens.{key}" is {json.dumps(value, ensure_ascii=False)[:60]}: expected a whole '
+        "number of tokens (0 or more)",
+        path=str(path),
+    )
+
+
+def usage_from_gemini(tokens: Any, path: str | Path = "", index: int | None = None) -> dict[str, int] | None:
     """Gemini token counts → foldlog usage. ``input`` includes the cached part; ``output``
-    leaves out the thinking tokens, which foldlog counts inside ``completionTokens``."""
+    leaves out the thinking tokens, which foldlog counts inside ``completionTokens``. A count
+    that is not a whole number is a `TranscriptError` naming ``path`` and message ``index``."""
     if not isinstance(tokens, dict):
         return None
-    prompt = int(tokens.get("input") or 0)
-    cached = int(tokens.get("cached") or 0)
-    thoughts = int(tokens.get("thoughts") or 0)
+    prompt = _count(tokens, "input", path, index)
+    cached = _count(tokens, "cached", path, index)
+    thoughts = _count(tokens, "thoughts", path, index)
     return {
         "promptTokens": prompt,
-        "completionTokens": int(tokens.get("output") or 0) + thoughts,
+        "completionTokens": _count(tokens, "output", path, index) + thoughts,
         "cacheHitTokens": cached,
         "cacheMissTokens": max(prompt - cached, 0),
         "reasoningTokens": thoughts,
@@ -102,7 +124,7 @@ def convert(path: str | Path) -> list[Conversation]:
                     for c in calls
                     if isinstance(c, dict)
                 ],
-                usage=usage_from_gemini(message.get("tokens")),
+                usage=usage_from_gemini(message.get("tokens"), path, index),
                 extra={"model": model} if isinstance(model, str) else None,
             )
             for call in calls:
@@ -110,8 +132,10 @@ def convert(path: str | Path) -> list[Conversation]:
                     b.time = iso_ms(call.get("timestamp")) or b.time
                     content, failed = _result(call)
                     b.tool_result(call.get("id"), content, name=call.get("name"), is_error=failed)
-        else:
+        elif kind in _NOTICES:
             skipped[str(kind)] = skipped.get(str(kind), 0) + 1
+        else:  # a kind of message newer than this importer: named, never dropped silently
+            b.leave_out(f"{kind!r} message(s): a kind of message this importer does not know")
     for kind, n in skipped.items():
         b.warn(f"{n} {kind!r} message(s) left out (CLI notices, not model history)")
     sid = doc.get("sessionId")

@@ -96,10 +96,21 @@ def add_messages(
                 b.user(content if content is not None else "")
         elif role == "assistant":
             replied = True
+            calls = parse_tool_calls(msg.get("tool_calls"), path, where)
+            legacy = msg.get("function_call")  # the pre-tools form: one call, answered by "function"
+            if isinstance(legacy, Mapping):
+                calls += parse_tool_calls([legacy], path, where)
+            text = display_text(content)
+            refusal = msg.get("refusal")
+            if isinstance(refusal, str) and refusal and refusal not in text:
+                text = f"{text}\n\n{refusal}" if text else refusal  # what the model said instead
+            audio = msg.get("audio")
+            if not text and isinstance(audio, Mapping) and isinstance(audio.get("transcript"), str):
+                text = audio["transcript"]  # a spoken reply: its transcript is what it said
             b.assistant(
-                display_text(content),
+                text,
                 reasoning=msg.get("reasoning_content") or None,
-                tool_calls=parse_tool_calls(msg.get("tool_calls"), path, where),
+                tool_calls=calls,
                 usage=usage_from_openai(msg.get("usage")),
             )
         elif role in ("tool", "function"):

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from foldlog import _core as _native
     from foldlog._core import PlanHistory
-    from foldlog.log.frozen import MessageSequence
+    from foldlog.log.frozen import EventsView, MessageSequence
     from foldlog.log.tokens import TokenCount, Tokenizer
 
 
@@ -42,11 +42,80 @@ class TokenCounts:
         def derive_messages(self) -> MessageSequence:
             raise NotImplementedError
 
-    def _tokenizer(self, model: str | None) -> Tokenizer:
-        from foldlog.log.tokens import DEFAULT_MODEL, Tokenizer, calibrated_tokens_per_char
+        @property
+        def events(self) -> EventsView:
+            raise NotImplementedError
 
-        name = model or self.model or DEFAULT_MODEL
-        tok = Tokenizer.for_model(name)
+        @property
+        def header(self) -> Mapping[str, Any] | None:
+            raise NotImplementedError
+
+    def counting_model(self, model: str | None = None) -> str | None:
+        """The model whose tokenizer counts this session — the one rule every count follows
+        (`token_count`, `plan_history`, compaction, ``log inspect``, batch ``stats``): ``model``
+        when given; else the session's (the agent sets it); else the model its log names (the
+        latest reply's ``data.model`` or request header's ``model``, else an imported
+        transcript's ``meta.imported.model``); else foldlog's default model for a session
+        foldlog recorded, and ``None`` for an imported one (a model nobody named: counted with
+        the calibrated estimate, never called exact). Which tokenizer a model has, and whether
+        it is exact, is the core's table (`foldlog.Tokenizer.for_model`)."""
+        from foldlog.log.tokens import DEFAULT_MODEL
+
+        if model or self.model:
+            return model or self.model
+        logged = self._logged_model()
+        if logged:
+            return logged
+        imported = self._imported()
+        if imported is not None:
+            named = imported.get("model")
+            return named if isinstance(named, str) and named else None
+        return DEFAULT_MODEL
+
+    def _imported(self) -> Mapping[str, Any] | None:
+        """The header's ``meta.imported`` (what an importer read about the source), if any."""
+        header = self.header
+        meta = header.get("meta") if header is not None else None
+        imported = meta.get("imported") if isinstance(meta, Mapping) else None
+        return imported if isinstance(imported, Mapping) else None
+
+    def _logged_model(self) -> str | None:
+        """The latest model the log names (a reply's ``data.model``, a request header's)."""
+        events = self.events
+        types = events.types()
+        for seq in range(len(types) - 1, -1, -1):
+            if types[seq] in ("assistant/message", "request/header"):
+                named = events[seq]["data"].get("model")
+                if isinstance(named, str) and named:
+                    return named
+        return None
+
+    def _reported_in_log(self) -> tuple[int, int, int] | None:
+        """The latest prompt tokens a reply on the surface reports, with the derived messages
+        before it (what its request carried): an imported session calibrates the estimate on
+        the usage its source reported, as a live one does on each reply's."""
+        with self._lock:
+            seqs = self._core.derived_seqs()
+            events = self.events
+            for index in range(len(seqs) - 1, -1, -1):
+                event = events[seqs[index]]
+                if event["type"] != "assistant/message":
+                    continue
+                usage = event["data"].get("usage")
+                prompt = usage.get("promptTokens") if isinstance(usage, Mapping) else None
+                if isinstance(prompt, int) and prompt > 0:
+                    return (prompt, self.rewrite_version, index)
+        return None
+
+    def _tokenizer(self, model: str | None) -> Tokenizer:
+        from foldlog.log.tokens import Tokenizer, calibrated_tokens_per_char
+
+        name = self.counting_model(model)
+        tok = Tokenizer.for_model(name) if name else Tokenizer.estimate()
+        if not tok.exact and self._reported is None and self._imported() is not None:
+            # the source's own reports: they include what its log does not hold (the source
+            # agent's system prompt and tool schemas), so the estimate learns that too
+            self._reported = self._reported_in_log()
         reported = self._reported
         if not tok.exact and reported is not None:
             # characters per token learned from what the provider reported for this session
@@ -55,7 +124,7 @@ class TokenCounts:
                 chars = sum(len(json.dumps(m, ensure_ascii=False)) for m in msgs)
                 self._calibration = [*self._calibration[-31:], (chars, reported[0])]
                 self._calibrated_for = reported
-            tok = Tokenizer.for_model(name, tokens_per_char=calibrated_tokens_per_char(self._calibration))
+            tok = Tokenizer.estimate(tokens_per_char=calibrated_tokens_per_char(self._calibration))
         return tok
 
     def token_count(self, model: str | None = None, tools: Sequence[Mapping[str, Any]] = ()) -> TokenCount:

@@ -132,8 +132,10 @@ class Session(TokenCounts):
 
         A torn last line is cut (see ``torn_tail``); damage followed by valid events raises
         `CorruptLogError` naming the line, and so does an empty file ("empty file: no header":
-        a log always starts with its header; `open` is what starts one); a log from a newer
-        foldlog raises `UnsupportedFormatError`.
+        a log always starts with its header; `open` is what starts one); a file whose first line
+        is neither a header nor an event is not a log: `NotALogError` (`open` and `foldlog log
+        repair` refuse it too, and nothing of it is cut); a log from a newer foldlog raises
+        `UnsupportedFormatError`.
         """
         from foldlog.log.forks import read_file
 

@@ -6,6 +6,12 @@
 - What people read (``display_text``): the same, with every other block named in its place
   (``[image]``, ``[input_audio]``, …), so a listing or a transcript never hides that something
   was there.
+
+And the one rule for text that has to become valid Unicode before it is logged
+(``clean_text``): a surrogate pair held as two code points (how two ``\\uXXXX`` JSON escapes
+decode when a stream splits them, one per chunk) is joined into its character, and a lone
+surrogate becomes U+FFFD. Tool output and model streams (`SurrogateJoiner`, for text that
+arrives in pieces) follow it.
 """
 
 from __future__ import annotations
@@ -17,6 +23,52 @@ from foldlog import _core
 
 #: block types shown as ``[image]`` whatever the API called them
 IMAGE_TYPES = frozenset({"image", "image_url", "input_image"})
+
+
+def clean_text(text: str) -> tuple[str, int]:
+    """``text`` as valid Unicode: surrogate pairs joined, lone surrogates replaced by U+FFFD; and
+    how many were replaced."""
+    if text.isascii():  # O(1) in CPython: the common case costs nothing
+        return text, 0
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # UTF-16 holds a pair as the two code units it is made of: decoding joins every pair
+        # and replaces each unit left alone
+        fixed = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+        return fixed, fixed.count("\ufffd") - text.count("\ufffd")
+    return text, 0
+
+
+class SurrogateJoiner:
+    """`clean_text` for text that arrives in pieces (a model's stream): a high surrogate that ends
+    a piece is held back until the next piece says whether it is half of a pair."""
+
+    __slots__ = ("_held", "replaced")
+
+    def __init__(self) -> None:
+        self._held = ""
+        self.replaced = 0  # lone surrogates replaced so far
+
+    def feed(self, piece: str) -> str:
+        """The clean text of ``piece`` that can be passed on now (may be ``""``)."""
+        if not self._held and piece.isascii():
+            return piece
+        piece = self._held + piece
+        self._held = ""
+        if "\ud800" <= piece[-1:] <= "\udbff":  # a high surrogate: the first half of a pair
+            piece, self._held = piece[:-1], piece[-1]
+        text, n = clean_text(piece)
+        self.replaced += n
+        return text
+
+    def flush(self) -> str:
+        """What is held back at the end of the stream (a lone high surrogate: U+FFFD)."""
+        if not self._held:
+            return ""
+        self._held = ""
+        self.replaced += 1
+        return "\ufffd"
 
 
 def message_text(message: Mapping[str, Any]) -> str:
@@ -48,4 +100,4 @@ def display_text(content: Any) -> str:
     return str(content)
 
 
-__all__ = ["IMAGE_TYPES", "display_text", "message_text"]
+__all__ = ["IMAGE_TYPES", "SurrogateJoiner", "clean_text", "display_text", "message_text"]

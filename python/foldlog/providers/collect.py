@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
+from foldlog.log.text import clean_text
 from foldlog.providers.base import Chunk, FinishReason, ToolCall, ToolCallStart, Usage
 
 
@@ -33,7 +35,8 @@ class Completion:
 
 
 async def collect(stream: AsyncIterator[Chunk]) -> Completion:
-    """Read a whole stream; an ``error`` chunk is raised. Pieces are joined once at the end."""
+    """Read a whole stream; an ``error`` chunk is raised. Pieces are joined once at the end (and
+    made valid Unicode: `foldlog.log.text.clean_text`)."""
     text: list[str] = []
     reasoning: list[str] = []
     out = Completion()
@@ -55,6 +58,10 @@ async def collect(stream: AsyncIterator[Chunk]) -> Completion:
             out.finish_reason = chunk.finish_reason
         elif chunk.kind == "error":
             raise chunk.error
-    out.text = "".join(text)
-    out.reasoning = "".join(reasoning)
+    # valid Unicode: a surrogate pair split across two pieces joined, a lone one replaced
+    out.text = clean_text("".join(text))[0]
+    out.reasoning = clean_text("".join(reasoning))[0]
+    for i, call in enumerate(out.tool_calls):
+        if not call.arguments.isascii():
+            out.tool_calls[i] = dataclasses.replace(call, arguments=clean_text(call.arguments)[0])
     return out

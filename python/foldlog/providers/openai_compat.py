@@ -26,6 +26,7 @@ from foldlog.errors import (
     ProviderTimeout,
     StreamInterrupted,
     StreamProtocolError,
+    UnexpectedResponseError,
 )
 from foldlog.providers.assemble import ChatStreamAssembler, StreamAssembler
 from foldlog.providers.base import Chunk, ErrorChunk, Request
@@ -41,6 +42,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("foldlog.providers")
 
 ERROR_BODY_LIMIT = 4096
+#: the content types a completion may come in (a stream, or one JSON body)
+STREAM_CONTENT_TYPES = ("text/event-stream", "application/json")
+#: how much of an unexpected answer's body its error shows
+HEAD_CHARS = 200
 # Room for every concurrent session of a process to have its request in flight: requests beyond
 # the pool wait in httpcore's queue, whose scheduling grows with its length (at 64 connections,
 # 1,000 concurrent sessions spent 62% of their time there). The OpenAI SDK's client allows 1,000.
@@ -433,6 +438,7 @@ class OpenAICompatible:
             else:
                 status = response.status_code
                 if status < 400:
+                    await self._check_stream(response)
                     return response
                 body = await _error_body(response)
                 await response.aclose()
@@ -458,6 +464,27 @@ class OpenAICompatible:
             delay = self.retry.delay(attempt, retry_headers)
             await self._notify(attempt, delay, reason)
             await asyncio.sleep(delay)
+
+    async def _check_stream(self, response: httpx.Response) -> None:
+        """Refuse a success answer that is not the stream or JSON asked for — a captive portal's
+        HTML page, a proxy's redirect — naming its status, content type and first bytes. Not
+        retried: the same request would meet the same page. A body without a content type is
+        read as a stream (servers that omit it exist; the stream's own checks then apply)."""
+        content_type = response.headers.get("content-type")
+        media = content_type.split(";")[0].strip().lower() if content_type is not None else None
+        redirect = 300 <= response.status_code < 400
+        if not redirect and media in (None, *STREAM_CONTENT_TYPES):
+            return
+        head = self.redact(await _error_body(response))[:HEAD_CHARS]
+        await response.aclose()
+        where = f" to {response.headers['location']!r}" if redirect and "location" in response.headers else ""
+        raise UnexpectedResponseError(
+            f"{self.url} answered HTTP {response.status_code}{where} with content type "
+            f"{content_type or 'none'!r}, not an event stream or JSON (a captive portal or a proxy's "
+            f"page?); first bytes: {head!r}",
+            content_type=content_type or "",
+            head=head,
+        )
 
     def auth_headers(self) -> dict[str, str]:
         """The headers carrying the key (a bearer token; a subclass whose API names it otherwise

@@ -1,7 +1,9 @@
 """Tracing from a stored log: `export_session` feeds a log's events to the same `SpanBuilder`
-the live path uses, so the spans and their times are those of the run. A sub-agent's log (named
-by its ``task`` result's ``meta.subagent.session``) is read from the same folder, when it is
-there, and nested under that call."""
+the live path uses, so the spans and their times are those of the run. A sub-agent's log is
+read from the same folder, when it is there, and nested under the call that started it: a log
+whose header names this session as its parent (``{"kind": "subagent", "id", "callId"}`` — what
+``run_subagent`` and the importers write), or the log a ``task`` result names
+(``meta.subagent.session``)."""
 
 from __future__ import annotations
 
@@ -43,6 +45,45 @@ def _call_id(event: Mapping[str, Any]) -> str | None:
     return cid if isinstance(cid, str) else None
 
 
+class _Folder:
+    """The sub-agent logs of a folder, by the session their header names as parent (the folder
+    is listed once per trace; a child's log is read when its parent is replayed)."""
+
+    def __init__(self, folder: Path | None) -> None:
+        self.folder = folder
+        self._rows: dict[str, list[str]] | None = None
+
+    def children(self, session_id: str) -> dict[str, Any]:
+        """``{call id: child session}`` of the logs whose header is ``{"kind": "subagent", "id":
+        session_id, "callId": …}``."""
+        if self.folder is None:
+            return {}
+        if self._rows is None:
+            from foldlog.stores.file import FileStore
+
+            self._rows = {}
+            for info in sorted(FileStore(self.folder).list_sessions(), key=lambda i: i.created):
+                if info.parent is not None and info.parent_kind == "subagent" and info.path:
+                    self._rows.setdefault(info.parent, []).append(info.path)
+        from foldlog.log.session import Session
+
+        out: dict[str, Any] = {}
+        for path in self._rows.get(session_id, []):
+            child = Session.load(path)
+            link = child.parent or {}
+            if isinstance(link.get("callId"), str):
+                out.setdefault(link["callId"], child)
+        return out
+
+    def named(self, child_id: str) -> Any:
+        """The log a ``task`` result names (``<id>.jsonl`` beside the parent), or None."""
+        if self.folder is None or not (self.folder / f"{child_id}.jsonl").is_file():
+            return None
+        from foldlog.log.session import Session
+
+        return Session.load(self.folder / f"{child_id}.jsonl")
+
+
 def _replay(
     session: Any,
     tracer: Any,
@@ -52,7 +93,7 @@ def _replay(
     agent_name: str | None,
     parent_span: Any,
     parent_session: str | None,
-    folder: Path | None,
+    folder: _Folder,
     seen: set[str],
 ) -> int:
     seen.add(session.id)
@@ -65,27 +106,35 @@ def _replay(
         parent=parent_span,
         parent_session=parent_session,
     )
+    by_call = folder.children(session.id)
     children = 0
-    for ev in session.events:
-        child = _child_id(ev)
-        if child is not None and folder is not None and child not in seen:
-            path = folder / f"{child}.jsonl"
-            call_id = _call_id(ev)
-            if path.is_file() and call_id is not None:
-                from foldlog.log.session import Session
 
-                children += 1 + _replay(
-                    Session.load(path),
-                    tracer,
-                    provider_name=provider_name,
-                    capture_content=capture_content,
-                    agent_name=agent_name,
-                    parent_span=builder.tool_spans.get(call_id),
-                    parent_session=session.id,
-                    folder=folder,
-                    seen=seen,
-                )
+    def nest(child: Any, call_id: str) -> int:
+        if child is None or child.id in seen:
+            return 0
+        return 1 + _replay(
+            child,
+            tracer,
+            provider_name=provider_name,
+            capture_content=capture_content,
+            agent_name=agent_name,
+            parent_span=builder.tool_spans.get(call_id),
+            parent_session=session.id,
+            folder=folder,
+            seen=seen,
+        )
+
+    for ev in session.events:
+        call_id = _call_id(ev) if ev.get("type") == "tool/result" else None
+        if call_id is not None:
+            # before the result closes the call's span: the child's spans nest under it
+            child = by_call.pop(call_id, None)
+            if child is None and (named := _child_id(ev)) is not None:
+                child = folder.named(named)
+            children += nest(child, call_id)
         builder.feed(ev)
+    for call_id, child in by_call.items():  # a call that never got its result: still its child
+        children += nest(child, call_id)
     builder.finish()
     return children
 
@@ -111,7 +160,7 @@ def export_session(
         agent_name=agent_name,
         parent_span=None,
         parent_session=None,
-        folder=folder,
+        folder=_Folder(folder),
         seen=set(),
     )
 

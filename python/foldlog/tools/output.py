@@ -3,8 +3,10 @@
 A tool may print 100 MB, return bytes that are not UTF-8, or return a ``str`` holding lone
 surrogates (``os.fsdecode`` of a bad file name), which no UTF-8 encoder accepts. What reaches the
 log is text: invalid bytes and lone surrogates become U+FFFD (the count is reported so the result
-can record it), and output over the limit keeps its first and last ``limit // 2`` bytes, cut on
-character boundaries, around a marker that says how many bytes were left out.
+can record it; a surrogate pair held as two code points is joined: `foldlog.log.text.clean_text`),
+and output over the limit keeps its first and last ``limit // 2`` bytes, cut on character
+boundaries, around a marker that says how many bytes were left out. A returned value that is not
+text is written as JSON (`json_text`: NaN and ±Infinity as ``null``).
 
 :class:`HeadTail` does the same for a byte stream read piece by piece (a subprocess pipe): it
 keeps only the head and the tail, so memory stays bounded however much the command prints.
@@ -12,15 +14,17 @@ keeps only the head and the tail, so memory stays bounded however much the comma
 
 from __future__ import annotations
 
-import re
+import json
+import math
+from typing import Any
 
 from foldlog.errors import ConfigError
+from foldlog.log.text import clean_text  # the one rule for lone surrogates (tool output, streams)
 
 _MARKER = "\n\n[… {n} bytes of tool output omitted …]\n\n"
 # The marker is not counted against the limit, so a result capped once (by the bash tool) and
 # again (by the runner, with the same limit) passes the second cap unchanged.
 MARKER_SLACK = 64
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _ENCODE_STEP = 1 << 20  # characters encoded at a time when only the byte length is needed
 _REPLACEMENT_UTF8 = "\ufffd".encode()
 
@@ -29,15 +33,27 @@ def marker(omitted: int) -> str:
     return _MARKER.format(n=omitted)
 
 
-def clean_text(text: str) -> tuple[str, int]:
-    """``text`` with lone surrogates replaced by U+FFFD, and how many were replaced."""
-    if text.isascii():  # O(1) in CPython: the common case costs nothing
-        return text, 0
+def json_text(value: Any) -> str:
+    """A tool's returned value (a dict, a list, a number) as the JSON text of its result.
+
+    NaN and ±Infinity have no JSON spelling (Python's ``json`` writes ``NaN``, which no strict
+    JSON reader accepts): they become ``null``, as JavaScript's ``JSON.stringify`` writes them.
+    What is not JSON at all (a set, a datetime) is written as its ``str``."""
     try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _SURROGATE.subn("\ufffd", text)
-    return text, 0
+        return json.dumps(value, ensure_ascii=False, default=str, allow_nan=False)
+    except ValueError:  # a non-finite float somewhere (or a circular reference: raised again)
+        return json.dumps(_finite(value), ensure_ascii=False, default=str, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN/±Infinity float (in dicts, lists and tuples) replaced by ``None``."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def decode_output(data: bytes | bytearray | memoryview) -> tuple[str, int]:
@@ -162,6 +178,7 @@ __all__ = [
     "cap_text",
     "clean_text",
     "decode_output",
+    "json_text",
     "marker",
     "utf8_len",
 ]

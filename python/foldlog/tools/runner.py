@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import hashlib
 import inspect
 import json
 import logging
@@ -37,7 +38,7 @@ from foldlog.hooks import (
 )
 from foldlog.tools.content import MalformedContent, cap_blocks, check_blocks, looks_like_blocks
 from foldlog.tools.host import ToolContext, ToolHost, ToolLimits, ToolOutcome
-from foldlog.tools.output import HeadTail, cap_output, cap_text, clean_text, utf8_len
+from foldlog.tools.output import HeadTail, cap_output, cap_text, clean_text, json_text, utf8_len
 
 if TYPE_CHECKING:
     from foldlog.hooks import Hooks
@@ -50,10 +51,12 @@ LOOP_GUARD_LINE = (
     "stop repeating them and change approach."
 )
 REPEAT_LIMIT = 3
-"""The call of a tool with the same arguments that is not run in a turn (the third)."""
-REPEAT_REFUSAL = (
-    "[loop guard] not run: {name} was already called twice in this turn with these same arguments, "
-    "and its result is above; change approach: answer now with what you have."
+"""Runs of one call (same tool, same arguments) in a row with the same result, nothing changed in
+between, that make it no progress (the third)."""
+NO_PROGRESS = (
+    "[loop guard] {name} has now returned this same result {n} times in a row for these same "
+    "arguments, with nothing changed in between; calling it again will not change it: change "
+    "approach, answer now with what you have."
 )
 
 
@@ -72,8 +75,8 @@ def to_text(value: Any) -> str:
     if isinstance(value, bytes | bytearray):
         return bytes(value).decode("utf-8", errors="replace")
     try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
+        return json_text(value)  # valid JSON: NaN/Infinity become null
+    except (TypeError, ValueError, RecursionError):  # circular, or keys JSON cannot hold
         return str(value)
 
 
@@ -184,10 +187,11 @@ class ToolRunner:
         self.limits = limits if limits is not None else ToolLimits()
         self._guard_key: tuple[Any, ...] | None = None
         self._guard_runs = 0
-        # calls of this turn by (name, arguments): the third of the same is refused
+        # no-progress memory of this turn: (name, arguments) -> (its last result, runs in a row
+        # with that result); a call that may change state (not read_only) clears the others
         self._seen_turn = 0
-        self._seen: dict[tuple[str, str], int] = {}
-        self.refused_repeat = False  # the last batch refused a repeated call
+        self._seen: dict[tuple[str, str], tuple[str, int]] = {}
+        self.no_progress = False  # the last batch repeated a call that made no progress
         # state of the batch in progress, read by the agent when the batch is cancelled
         self.started: set[int] = set()
         self.done: dict[int, CallResult] = {}
@@ -197,25 +201,15 @@ class ToolRunner:
         output_limit, timeout = limits.output_limit, limits.timeout
         self.started = set()
         self.done = {}
-        refused = self._refuse_repeats(calls, turn)
-        self.refused_repeat = bool(refused)
-        for k, result in refused.items():
-            self.started.add(k)
-            self.done[k] = result
         sem = asyncio.Semaphore(limits.max_parallel)
         i = 0
         while i < len(calls):
             j = i
             while j < len(calls) and self._read_only(calls[j].name):
                 j += 1
-            if i in refused:
-                i += 1
-                continue
             if j - i > 1:
                 # consecutive read-only calls: concurrently, at most max_parallel at once
                 async def one(k: int) -> None:
-                    if k in refused:
-                        return
                     async with sem:
                         self.started.add(k)
                         self.done[k] = await self._run_one(calls[k], output_limit, timeout, turn, step)
@@ -227,48 +221,58 @@ class ToolRunner:
                 self.done[i] = await self._run_one(calls[i], output_limit, timeout, turn, step)
                 i += 1
         results = [self.done[k] for k in range(len(calls))]
-        self._loop_guard(results)
+        seen = [_result_key(r) for r in results]  # before either guard adds its line
+        warned = self._loop_guard(results)
+        self.no_progress = self._note_repeats(results, seen, turn, warned)
         return results
 
-    def _refuse_repeats(self, calls: Sequence[ToolCall], turn: int) -> dict[int, CallResult]:
-        """Count the batch's calls in this turn; the results of those that repeat a call for the
-        ``REPEAT_LIMIT``-th time or more (same tool, same arguments), which are not run.
+    def _note_repeats(self, results: list[CallResult], seen: list[str], turn: int, warned: bool) -> bool:
+        """Count, in call order, each call's runs in a row with the same result; the ``REPEAT_LIMIT``-th
+        and later get the `NO_PROGRESS` line before their result. Whether any did.
 
         Why: a small model that did not take in a result asks for it again and again until the
-        step limit; the third time it is told it has the result and to answer (and the agent
-        offers no tools on the next request)."""
-        refused: dict[int, CallResult] = {}
+        step limit. Only the same result again is no progress: a call whose result changed (a
+        test run after an edit, a poll) resets its count, and so does any call in between that
+        may change state (a tool not declared ``read_only``), so a test run after an edit always
+        counts from one. The call still runs: the guard judges its result, never refuses it.
+        (``warned``: the failing-batch guard already put its line before the first result.)"""
         if turn < 1:  # not run by an agent's turn: nothing to count against
-            return refused
+            return False
         if turn != self._seen_turn:
             self._seen_turn, self._seen = turn, {}
-        for k, c in enumerate(calls):
-            key = (c.name, _canonical_arguments(c.arguments))
-            self._seen[key] = n = self._seen.get(key, 0) + 1
-            if n >= REPEAT_LIMIT:
-                refused[k] = CallResult(c, REPEAT_REFUSAL.format(name=c.name), True)
-        return refused
+        stuck = False
+        for r, result in zip(results, seen, strict=True):
+            key = (r.call.name, _canonical_arguments(r.call.arguments))
+            if not self._read_only(r.call.name):
+                self._seen = {k: v for k, v in self._seen.items() if k == key}
+            last, runs = self._seen.get(key, ("", 0))
+            runs = runs + 1 if runs and last == result else 1
+            self._seen[key] = (result, runs)
+            if runs >= REPEAT_LIMIT:
+                stuck = True
+                if not (warned and r is results[0]):  # one guard line per result
+                    _prefix(r, NO_PROGRESS.format(name=r.call.name, n=runs))
+        return stuck
 
     def _read_only(self, name: str) -> bool:
         t = self.registry.get(name)
         return t is None or t.read_only  # an unknown tool only yields an error: harmless to overlap
 
-    def _loop_guard(self, results: list[CallResult]) -> None:
+    def _loop_guard(self, results: list[CallResult]) -> bool:
+        """The spec's warning: after ``LOOP_GUARD_RUNS`` identical all-failing batches in a row,
+        a line before the first result (whether it added one)."""
         if not results or not all(r.is_error for r in results):
             self._guard_key, self._guard_runs = None, 0
-            return
+            return False
         key = tuple((r.call.name, r.call.arguments, r.content) for r in results)
         if key == self._guard_key:
             self._guard_runs += 1
         else:
             self._guard_key, self._guard_runs = key, 1
         if self._guard_runs >= LOOP_GUARD_RUNS:
-            first = results[0]
-            line = LOOP_GUARD_LINE.format(n=self._guard_runs)
-            if isinstance(first.content, str):
-                first.content = line + "\n" + first.content
-            else:
-                first.content = [{"type": "text", "text": line}, *first.content]
+            _prefix(results[0], LOOP_GUARD_LINE.format(n=self._guard_runs))
+            return True
+        return False
 
     async def _run_one(
         self, call: ToolCall, limit: int, timeout: float | None, turn: int, step: int
@@ -416,6 +420,21 @@ def _post_execute_decision(value: Any, listener: str) -> Accept | Replace | Bloc
     raise HookError(
         f"tool_post_execute hook {listener} must return accept()/replace()/block(), got {value!r}"
     )
+
+
+def _prefix(result: CallResult, line: str) -> None:
+    """Put a guard's ``line`` before the result's content (text, or a first text block)."""
+    if isinstance(result.content, str):
+        result.content = line + "\n" + result.content
+    else:
+        result.content = [{"type": "text", "text": line}, *result.content]
+
+
+def _result_key(result: CallResult) -> str:
+    """A result as compared between runs of a call: a digest of its error flag and content (the
+    turn's memory stays small however large the results are)."""
+    content = json.dumps([result.is_error, result.content], sort_keys=True, default=str)
+    return hashlib.blake2b(content.encode(), digest_size=16).hexdigest()
 
 
 def _canonical_arguments(arguments: str) -> str:

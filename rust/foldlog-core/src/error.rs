@@ -5,6 +5,8 @@ use std::fmt;
 pub enum Error {
     /// Damage before the end of a log: valid events follow it. `line` is 1-based.
     Corrupt { line: usize, message: String },
+    /// The first line is neither a header nor an event: the file is not a log (never cut).
+    NotALog { line: usize, message: String },
     /// Written by a newer foldlog (header version or a required event type we do not know).
     UnsupportedFormat { line: usize, message: String },
     /// An event or message that cannot be recorded, or a log that breaks a rule.
@@ -51,6 +53,9 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Corrupt { line, message } => write!(f, "corrupt log at line {line}: {message}"),
+            Error::NotALog { message, .. } => {
+                write!(f, "not a foldlog log (left as it is): {message}")
+            }
             Error::UnsupportedFormat { line, message } => {
                 write!(f, "newer format at line {line}: {message}")
             }

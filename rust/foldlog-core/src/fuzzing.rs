@@ -339,6 +339,7 @@ pub fn plan_input(data: &[u8]) -> (Vec<PlanMessage>, PlanConfig) {
         },
         force: flags & 4 != 0,
         prune_min_bytes: u64::from(b.u8()) * 64,
+        fold_target: 0,
     };
     let mut msgs: Vec<PlanMessage> = Vec::new();
     while !b.0.is_empty() {

@@ -152,6 +152,10 @@ pub struct PlanConfig {
     pub force: bool,
     /// Tool results at least this large in the fold may be elided by prune.
     pub prune_min_bytes: u64,
+    /// The tokens the surface should hold at most after the fold, the digest aside (foldlog
+    /// gives halfway between the soft notice and the trigger); 0: no target. When kept messages
+    /// keep the plan above it, the oldest are folded too (`release.rs`, the kept-overflow rule).
+    pub fold_target: u64,
 }
 
 impl Default for PlanConfig {
@@ -165,6 +169,7 @@ impl Default for PlanConfig {
             keep_policy: KeepPolicy::ERRORS,
             force: false,
             prune_min_bytes: 1_024,
+            fold_target: 0,
         }
     }
 }
@@ -245,6 +250,9 @@ pub struct Plan {
     pub fold_tokens: u64,
     /// Set when the plan folds nothing; `kept`/`fold` still describe the region (prune uses it).
     pub skipped: Option<SkipReason>,
+    /// Messages the partition kept that the kept-overflow rule folds (ascending; all in `fold`):
+    /// empty unless kept messages held the plan above `fold_target`.
+    pub released: Vec<usize>,
 }
 
 impl Plan {
@@ -496,10 +504,19 @@ pub fn plan(messages: &[PlanMessage], cfg: &PlanConfig) -> Result<Plan, PlanErro
             tokens_after: tokens_before,
             fold_tokens: 0,
             skipped: Some(SkipReason::TooFewMessages),
+            released: Vec::new(),
         });
     }
 
-    let (kept, fold) = partition(messages, cfg, head, start);
+    let (mut kept, mut fold) = partition(messages, cfg, head, start);
+    let released = release::release_kept(
+        messages,
+        cfg.keep_policy,
+        &mut kept,
+        &mut fold,
+        tokens_before,
+        cfg.fold_target,
+    );
     let fold_tokens: u64 = fold.iter().map(|&i| u64::from(messages[i].tokens)).sum();
     let skipped = if fold.is_empty() {
         Some(SkipReason::NothingToFold)
@@ -517,6 +534,7 @@ pub fn plan(messages: &[PlanMessage], cfg: &PlanConfig) -> Result<Plan, PlanErro
         tokens_after: tokens_before - fold_tokens,
         fold_tokens,
         skipped,
+        released,
     })
 }
 
@@ -535,5 +553,8 @@ pub fn prune_candidates(messages: &[PlanMessage], plan: &Plan, cfg: &PlanConfig)
         .collect()
 }
 
+mod release;
+#[cfg(test)]
+mod release_tests;
 #[cfg(test)]
 mod tests;

@@ -148,11 +148,11 @@ fn plan_pass(log: &mut EventLog) -> (Vec<Fix>, bool) {
             .last()
             .map_or(seqs[i], |j| seqs[j]);
         for k in missing {
-            let name = names
-                .iter()
-                .find(|(n, _)| *n == k)
-                .map(|(_, s)| s.clone())
-                .unwrap_or_else(|| history.call_name(i, k).into_owned());
+            // `names` is in call order: a search, not a scan per call (linear in the calls)
+            let name = match names.binary_search_by_key(&k, |(n, _)| *n) {
+                Ok(at) => names[at].1.clone(),
+                Err(_) => history.call_name(i, k).into_owned(),
+            };
             fixes.push(Fix::MissingResult {
                 after,
                 assistant: seqs[i],
@@ -265,6 +265,9 @@ pub fn apply(log: &mut EventLog, fixes: &[Fix], time: i64) -> Result<Report> {
     let mut report = Report::default();
     let mut inserted_after: HashMap<u64, u64> = HashMap::new();
     let mut call_events: Option<HashMap<String, u64>> = None;
+    // the turn and step of each assistant message, read once: its data holds every call, so
+    // reading it again for each placeholder was quadratic in the calls of a message
+    let mut turn_steps: HashMap<u64, (Value, Value)> = HashMap::new();
     for fix in fixes {
         match fix {
             Fix::Calls {
@@ -316,13 +319,17 @@ pub fn apply(log: &mut EventLog, fixes: &[Fix], time: i64) -> Result<Report> {
                 } else {
                     SurfaceOp::Insert { after: anchor }
                 };
-                let ad = log
-                    .event(*assistant)
-                    .map(|e| e.data())
-                    .unwrap_or(Value::Null);
+                let (turn, step) = turn_steps
+                    .entry(*assistant)
+                    .or_insert_with(|| {
+                        let ad = log.event(*assistant).map(|e| e.data()).unwrap_or_default();
+                        let at = |k: &str| ad.get(k).cloned().unwrap_or(json!(0));
+                        (at("turn"), at("step"))
+                    })
+                    .clone();
                 let data = json!({
-                    "turn": ad.get("turn").cloned().unwrap_or(json!(0)),
-                    "step": ad.get("step").cloned().unwrap_or(json!(0)),
+                    "turn": turn,
+                    "step": step,
                     "message": {"role": "tool", "toolCallId": call_id, "toolName": name,
                                 "content": NO_RESULT, "isError": true},
                 });

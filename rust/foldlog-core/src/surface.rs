@@ -102,6 +102,10 @@ impl Surface {
             SurfaceOp::Insert { after } => {
                 let p = self.at(*after, "insert")?;
                 self.nodes.insert(p + 1, seq);
+                // only the nodes from the new one on moved: a full reindex per insert made the
+                // load repair's run of placeholders quadratic in the calls of a message
+                self.reindex_from(p + 1);
+                return Ok(());
             }
             SurfaceOp::Fold { start, end, keep } => {
                 let (s, e) = self.range(*start, *end, "fold")?;
@@ -133,6 +137,12 @@ impl Surface {
             self.pos.resize(i + 1, NOT_ON);
         }
         self.pos[i] = at as u32;
+    }
+
+    fn reindex_from(&mut self, from: usize) {
+        for i in from..self.nodes.len() {
+            self.set(self.nodes[i], i);
+        }
     }
 
     fn reindex(&mut self) {

@@ -6,6 +6,7 @@ use foldlog_core::Error;
 use pyo3::prelude::*;
 
 pyo3::import_exception!(foldlog.errors, CorruptLogError);
+pyo3::import_exception!(foldlog.errors, NotALogError);
 pyo3::import_exception!(foldlog.errors, UnsupportedFormatError);
 pyo3::import_exception!(foldlog.errors, InvalidEventError);
 pyo3::import_exception!(foldlog.errors, StorageError);
@@ -28,8 +29,11 @@ pub fn to_py(py: Python<'_>, err: Error, path: Option<&str>) -> PyErr {
         None => msg,
     };
     match err {
-        Error::Corrupt { line, .. } => {
-            let e = CorruptLogError::new_err(at(err.to_string()));
+        Error::Corrupt { line, .. } | Error::NotALog { line, .. } => {
+            let e = match err {
+                Error::NotALog { .. } => NotALogError::new_err(at(err.to_string())),
+                _ => CorruptLogError::new_err(at(err.to_string())),
+            };
             let path = path.into_pyobject(py).map(|p| p.into_any().unbind());
             let line = line.into_pyobject(py).map(|l| l.into_any().unbind());
             match (path, line) {

@@ -86,6 +86,11 @@ impl PyCompactionPlan {
     fn should_fold(&self) -> bool {
         self.inner.should_fold()
     }
+    /// Kept messages the kept-overflow rule folds (they held the plan above ``fold_target``).
+    #[getter]
+    fn released(&self) -> Vec<usize> {
+        self.inner.released.clone()
+    }
     fn __repr__(&self) -> String {
         let p = &self.inner;
         format!(
@@ -279,7 +284,7 @@ impl PyPlanHistory {
     }
 
     /// Plans a compaction of the history (the GIL is released while planning).
-    #[pyo3(signature = (*, context_window, tail_tokens=16_384, min_recent_keep=2, pinned_user_turn_tokens=1_500, min_fold_tokens=400, keep_policy="errors", force=false, prune_min_bytes=1_024))]
+    #[pyo3(signature = (*, context_window, tail_tokens=16_384, min_recent_keep=2, pinned_user_turn_tokens=1_500, min_fold_tokens=400, keep_policy="errors", force=false, prune_min_bytes=1_024, fold_target=0))]
     #[allow(clippy::too_many_arguments)]
     fn plan(
         &self,
@@ -292,6 +297,7 @@ impl PyPlanHistory {
         keep_policy: &str,
         force: bool,
         prune_min_bytes: u64,
+        fold_target: u64,
     ) -> PyResult<PyCompactionPlan> {
         let cfg = PlanConfig {
             context_window,
@@ -302,6 +308,7 @@ impl PyPlanHistory {
             keep_policy: KeepPolicy::parse(keep_policy).map_err(plan_error)?,
             force,
             prune_min_bytes,
+            fold_target,
         };
         let result = py.detach(|| plan::plan(&self.lock(), &cfg));
         match result {

@@ -1,25 +1,25 @@
 use super::*;
 use proptest::prelude::*;
 
-fn sys(t: u32) -> PlanMessage {
+pub(super) fn sys(t: u32) -> PlanMessage {
     PlanMessage::new(Role::System, t)
 }
-fn user(t: u32) -> PlanMessage {
+pub(super) fn user(t: u32) -> PlanMessage {
     PlanMessage::new(Role::User, t)
 }
-fn asst(t: u32) -> PlanMessage {
+pub(super) fn asst(t: u32) -> PlanMessage {
     PlanMessage::new(Role::Assistant, t)
 }
-fn tool(t: u32, caller: usize) -> PlanMessage {
+pub(super) fn tool(t: u32, caller: usize) -> PlanMessage {
     PlanMessage::tool_result(t, caller)
 }
-fn digest(t: u32) -> PlanMessage {
+pub(super) fn digest(t: u32) -> PlanMessage {
     PlanMessage {
         is_digest: true,
         ..user(t)
     }
 }
-fn error_result(t: u32, caller: usize) -> PlanMessage {
+pub(super) fn error_result(t: u32, caller: usize) -> PlanMessage {
     PlanMessage {
         is_error_result: true,
         ..tool(t, caller)
@@ -425,7 +425,7 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-fn history() -> impl Strategy<Value = Vec<PlanMessage>> {
+pub(super) fn history() -> impl Strategy<Value = Vec<PlanMessage>> {
     (any::<bool>(), prop::collection::vec(step(), 0..60)).prop_map(|(with_system, steps)| {
         let mut msgs = Vec::new();
         if with_system {
@@ -465,7 +465,7 @@ fn history() -> impl Strategy<Value = Vec<PlanMessage>> {
     })
 }
 
-fn config() -> impl Strategy<Value = PlanConfig> {
+pub(super) fn config() -> impl Strategy<Value = PlanConfig> {
     (
         prop_oneof![Just(0u64), 500u64..200_000],
         100u64..20_000,
@@ -488,12 +488,13 @@ fn config() -> impl Strategy<Value = PlanConfig> {
                 },
                 force,
                 prune_min_bytes: 1_024,
+                fold_target: 0,
             },
         )
 }
 
 /// 0 prefix, 1 kept, 2 fold, 3 tail.
-fn classes(p: &Plan, n: usize) -> Vec<u8> {
+pub(super) fn classes(p: &Plan, n: usize) -> Vec<u8> {
     let mut class = vec![0u8; n];
     for c in class.iter_mut().take(n).skip(p.tail_start) {
         *c = 3;

@@ -1,6 +1,11 @@
 //! Reading a JSONL log: header or header-less version 0, lines of any length, a torn tail
 //! cut and reported, damage before the end refused as corruption naming its line.
 //!
+//! A torn tail is only ever an incomplete last line after a valid first line (the header, or a
+//! version-0 event): a file whose first line is neither is not a log and is refused whole
+//! (`Error::NotALog`), so no writer cuts a byte of it (a note, a binary, a lone torn line, a
+//! header behind a byte order mark).
+//!
 //! The bytes are one shared buffer: every event keeps its line as a span of it (no copy per
 //! line). Lines are parsed in parallel chunks on every core ([`chunks`]); the log's rules, which
 //! depend on what came before (seq continuity, the surface), are then applied in line order, so
@@ -36,6 +41,35 @@ pub struct Loaded {
     pub valid_len: usize,
     /// The valid prefix does not end with a newline (a writer must add one before appending).
     pub missing_newline: bool,
+}
+
+/// What a file's first line, neither a header nor an event, holds instead.
+fn not_a_log(bytes: &[u8], o: &chunks::Other, line: usize) -> Error {
+    const BOM: &[u8] = b"\xEF\xBB\xBF";
+    const SHOWN: usize = 60;
+    let text = &bytes[o.text..o.end];
+    let found = if text.starts_with(BOM) {
+        "starts with a UTF-8 byte order mark (bytes EF BB BF), which a foldlog log never has: \
+         remove those 3 bytes to read it"
+            .to_string()
+    } else if let Some(why) = &o.bad_utf8 {
+        format!("is not UTF-8 text ({why})")
+    } else {
+        let shown: String = String::from_utf8_lossy(text).chars().take(SHOWN).collect();
+        let more = if shown.len() < text.len() { "…" } else { "" };
+        let why = o
+            .failure
+            .as_ref()
+            .map_or_else(|| "not an event".to_string(), |(_, e)| e.to_string());
+        format!(
+            "is not a foldlog header or event: {shown:?}{more} ({why}); a transcript of another \
+             tool is read by `foldlog log import`"
+        )
+    };
+    Error::NotALog {
+        line,
+        message: format!("line {line} {found}"),
+    }
 }
 
 /// A line without its trailing `\r`, spaces and tabs and its leading spaces and tabs.
@@ -117,6 +151,9 @@ pub fn read_buffer(buf: Buffer) -> Result<Loaded> {
                         valid_len = o.next;
                         continue;
                     }
+                    // neither a header nor an event: nothing proves this file is a log, so
+                    // nothing of it is a torn tail to cut (a lone torn line included)
+                    return Err(not_a_log(bytes, &o, line_no));
                 }
                 let syntax = o.failure.as_ref().is_none_or(|f| f.0);
                 if syntax && is_last(o.next) {
