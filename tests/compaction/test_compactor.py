@@ -161,8 +161,11 @@ def test_mechanical_fallback_after_an_error_and_a_retry() -> None:
     assert done.mechanical
     summary = next(e for e in r.session.events if e["type"] == "compaction/summary")["data"]
     assert summary["mechanical"] is True
-    assert summary["summary"].startswith("4 earlier message(s) were folded here to free context")
-    assert "archived to the session log, events #" in summary["summary"]
+    # the structured digest (tests/compaction/test_digest.py has its sections)
+    assert summary["summary"].startswith(
+        "4 earlier message(s) were folded here to free context, mechanically"
+    )
+    assert "kept in the session log, events #" in summary["summary"]
     assert any("summary was unavailable" in n.message and n.level == "warn" for n in r.of(Notice))
     assert digest_indices(r.session) == [2]
 

@@ -91,8 +91,9 @@ async def _grow_and_fold(msgs: list[dict[str, Any]], window: int) -> tuple[int, 
         settings = {"context_window": window, "force": force}
         check_plan(s.derive_messages(), preview.plan, settings, digest_indices(s))
         before = s.derive_messages()
-        released = {before[i]["content"] for i in preview.plan.released} & set(digests)
-        digests = [d for d in digests if d not in released]  # folded again by the kept-overflow rule
+        # folded again by the kept-overflow rule (only when the plan folds: a skipped plan folds nothing)
+        released = {before[i]["content"] for i in preview.plan.released} if preview.should_fold else set()
+        digests = [d for d in digests if d not in released]
         result = await c.compact("manual", force=force)
         if not preview.should_fold:
             assert result is None

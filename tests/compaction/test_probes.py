@@ -293,21 +293,22 @@ def test_probe_survival_folds_a_copy_and_scores_what_the_surface_keeps() -> None
     assert answers["error"] == ["pytest tests/test_alpha.py"]
     assert answers["constraint"] == ["You must never push to main."]
     assert set(answers["identifier"]) == {"PROJ-12", "123e4567-e89b-12d3-a456-426614174000"}
-    # the mechanical fold names none of them; gamma.py is still named in the tail's text
-    assert [p.answers[0] for p, ok in zip(report.probes, report.survived, strict=True) if ok] == [
-        "/repo/src/gamma.py"
+    # the mechanical fold's structured digest names the files, the failing command and the
+    # instruction; of the identifiers only the UUID, which the error's first line carries
+    assert [p.answers[0] for p, ok in zip(report.probes, report.survived, strict=True) if not ok] == [
+        "PROJ-12"
     ]
     assert report.columns() == {
         "probes_artifact": 2,
-        "survived_artifact": 1,
+        "survived_artifact": 2,
         "probes_error": 1,
-        "survived_error": 0,
+        "survived_error": 1,
         "probes_constraint": 1,
-        "survived_constraint": 0,
+        "survived_constraint": 1,
         "probes_identifier": 2,
-        "survived_identifier": 0,
+        "survived_identifier": 1,
     }
-    assert report.share("artifact") == 0.5 and report.share("decision") is None
+    assert report.share("artifact") == 1.0 and report.share("decision") is None
     assert probe_survival(s, SETTINGS) == report  # deterministic
     with pytest.raises(ConfigError, match=r"settings\.window"):
         probe_survival(s, CompactionSettings())
@@ -330,12 +331,12 @@ def test_compact_eval_with_probes_adds_the_columns(tmp_path: Path) -> None:
     assert not row["error"] and int(row["folded"]) > 0
     columns = {f"{k}_{c}" for c in SCORED for k in ("probes", "survived")}
     assert columns <= set(row)
-    assert int(row["probes_artifact"]) == 2 and int(row["survived_artifact"]) == 1
+    assert int(row["probes_artifact"]) == 2 and int(row["survived_artifact"]) == 2
     [p] = report.summary["points"]
-    assert p["probes_artifact"] == 2 and p["survival_artifact_pct"] == 50.0
+    assert p["probes_artifact"] == 2 and p["survival_artifact_pct"] == 100.0
     from foldlog.batch.summary import table_text
 
-    assert "artifact 1/2 (50%)" in table_text(report.summary)
+    assert "artifact 2/2 (100%)" in table_text(report.summary)
     plain = run_batch("compact-eval", [str(log)], out=tmp_path / "p.csv", engine="serial", points=[point])
     assert "probes_artifact" not in plain.rows[0]
     with pytest.raises(ConfigError, match="--probes"):
@@ -365,10 +366,11 @@ def test_probes_and_survival_over_every_claude_code_and_codex_transcript() -> No
     assert totals["sessions"] >= 15
     assert totals["probes_artifact"] >= 100 and totals["probes_identifier"] >= 100
     assert totals["probes_error"] >= 5 and totals["probes_constraint"] >= 1
-    # the mechanical fold is a plain notice: most files the folded calls touched are gone, the
-    # survivors are named again in the tail (docs/compaction-benchmark.md has the figures)
-    assert 0 < totals["survived_artifact"] < 0.5 * totals["probes_artifact"]
-    assert totals["survived_error"] == 0 and totals["survived_constraint"] == 0
+    # the goals of issue #28 for tier 0, reached by the mechanical fold's structured digest
+    # (docs/compaction-benchmark.md has the figures): artifact >= 95%, error and constraint 100%
+    assert totals["survived_artifact"] >= 0.95 * totals["probes_artifact"]
+    assert totals["survived_error"] == totals["probes_error"]
+    assert totals["survived_constraint"] == totals["probes_constraint"]
 
 
 def test_the_cli_flag(tmp_path: Path) -> None:
@@ -380,7 +382,7 @@ def test_the_cli_flag(tmp_path: Path) -> None:
     argv = ["--windows", "4000", "--tails", "120", "--keep", "none", "--engine", "serial", "-o", str(out)]
     done = run_cli("batch", "compact-eval", str(log), "--probes", *argv, home=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "artifact 1/2 (50%)" in done.stdout and "an upper bound, not recall" in done.stdout
-    assert int(read_table(out)[0]["survived_artifact"]) == 1
+    assert "artifact 2/2 (100%)" in done.stdout and "an upper bound, not recall" in done.stdout
+    assert int(read_table(out)[0]["survived_artifact"]) == 2
     bad = run_cli("batch", "stats", str(log), "--probes", "-o", str(tmp_path / "t.csv"), home=tmp_path)
     assert bad.returncode == 2 and "--probes" in bad.stderr and "Traceback" not in bad.stderr

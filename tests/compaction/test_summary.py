@@ -10,7 +10,6 @@ from foldlog.compaction.summary import (
     FOCUS_LINE,
     cap_transcript,
     digest_content,
-    mechanical_summary,
     summarize,
     summary_request,
     transcript_entries,
@@ -81,10 +80,6 @@ def test_digest_and_mechanical_text() -> None:
     )
     assert d.endswith("- x\n</compaction-summary>")
     assert d.startswith(planning.DIGEST_OPEN)
-    assert mechanical_summary(3, "/a/b.jsonl") == (
-        "3 earlier message(s) were folded here to free context, but the automatic summary was unavailable "
-        "(archived to /a/b.jsonl). Ask the user if you need details from before this point."
-    )
 
 
 def test_summarize_reports_usage_and_errors() -> None:

@@ -100,7 +100,9 @@ def add_parser(verbs: Any) -> None:
         "--context-window", type=int_arg(1), help="context window in tokens (overrides the provider's)"
     )
     compact.add_argument(
-        "--mechanical", action="store_true", help="no summary call: fold with a plain notice"
+        "--mechanical",
+        action="store_true",
+        help="no summary call: fold with the structured digest (files, commands, errors, instructions, plan)",
     )
     compact.add_argument("--dry-run", action="store_true", help="show the plan, write nothing")
     compact.set_defaults(func=cmd_compact)

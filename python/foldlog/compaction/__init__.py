@@ -1,8 +1,11 @@
 """Compaction: fold the middle of a long session into a digest, recorded in the log.
 
 ``compactor`` holds the `Compactor` (trigger, plan, fold), ``planning`` what the planner needs
-from Python, ``summary`` the summary call and its mechanical fallback; ``probes`` and ``survival`` the
-benchmark's probes and tier 0 (`probe_survival`, docs/compaction-benchmark.md).
+from Python, ``summary`` the summary call, ``digest`` the structured digest (the mechanical fold's
+text, and the facts a summary must keep); ``facts`` (with ``call_paths``) the one extraction of the
+folded part's files, commands, errors, instructions, identifiers and plan, which ``digest`` and
+``probes`` share; ``probes`` and ``survival`` the benchmark's probes and tier 0 (`probe_survival`,
+docs/compaction-benchmark.md).
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from foldlog.compaction import planning, summary
+from foldlog.compaction import digest, facts, planning, summary
 from foldlog.compaction.settings import CompactionSettings
 from foldlog.cost.prices import price_request, provider_id, provider_prices, sum_costs
 from foldlog.errors import CompactionError
@@ -389,12 +389,16 @@ class Compactor:
                 f"tokens (of the {self.window:,}-token window) after the fold",
                 "warn",
             )
+        # the structured digest's facts: the mechanical fold's text, and facts a summary must keep
+        surface = facts.mark(messages, planned)
+        kept_facts, max_digest = digest.digest_facts(surface), digest.budget(surface)
         request = summary.summary_request(
             folded,
             focus=focus,
             released=bool(released),
             max_chars=_transcript_chars(window),
             model=None,  # the summary provider's own model
+            facts="" if isinstance(provider, summary.NoSummary) else digest.sections(kept_facts, max_digest),
         )
 
         usages: list[Usage] = []
@@ -407,14 +411,15 @@ class Compactor:
         result.mechanical = not outcome.text
         if result.mechanical:
             where = result.archive or f"the session log, events #{removed[0]}–#{removed[-1]}"
-            text = summary.mechanical_summary(len(folded), where)
+            text = digest.mechanical_digest(surface, len(folded), where)
             self._notice(f"the summary was unavailable ({outcome.error}); folded mechanically", "warn")
         else:
-            text = outcome.text
+            text = digest.complete(outcome.text, kept_facts, max_digest)
         content = summary.digest_content(text)
         # counted as the planner will count the derived digest
-        result.digest_tokens = self.session.tokenizer(self.model).count_message(
-            {"role": "user", "content": content}
+        # a plain int (a TokenCount would print as "TokenCount(189, exact=False)" in tables)
+        result.digest_tokens = int(
+            self.session.tokenizer(self.model).count_message({"role": "user", "content": content})
         )
         result.summary = text
         result.folded = len(folded)

@@ -1,4 +1,5 @@
-"""The compaction summary: the transcript given to the summariser, the call, and the fallback.
+"""The compaction summary: the transcript given to the summariser, and the call (its fallback, the
+structured digest, is :mod:`foldlog.compaction.digest`).
 
 See ``spec/compaction.md`` ("Summarising"). The summariser sees argument *keys* only (values can
 leak task text the model should not paraphrase into a digest), never reasoning, and a transcript
@@ -50,6 +51,12 @@ Rules: be terse (bullets and fragments, not prose); keep identifiers, paths and 
 invent nothing: leave out what the messages do not say."""
 
 FOCUS_LINE = "Additional focus for this compaction (prioritize keeping this):"
+#: introduces the structured digest's sections (compaction/digest.py), computed from the same messages
+FACTS_LINE = (
+    "Facts computed from these messages that the briefing must keep, with paths, commands and the "
+    "user's words exactly as written here (under your headings: files, commands, errors, standing "
+    "constraints, pending work):"
+)
 #: added when the kept-overflow rule folds kept user turns and earlier digests into this summary
 RELEASED_LINE = (
     "This part also holds the user's own earlier messages and earlier briefings, which are not kept "
@@ -64,14 +71,6 @@ _MIN_ENTRY_CHARS = 200
 def digest_content(summary: str) -> str:
     """The digest message text wrapping ``summary``."""
     return f"{DIGEST_OPEN}\n{DIGEST_HEADER}\n{summary.strip()}\n{DIGEST_CLOSE}"
-
-
-def mechanical_summary(folded: int, where: str) -> str:
-    """The fallback when the summariser failed twice (or timed out)."""
-    return (
-        f"{folded} earlier message(s) were folded here to free context, but the automatic summary "
-        f"was unavailable (archived to {where}). Ask the user if you need details from before this point."
-    )
 
 
 class NoSummary:
@@ -184,11 +183,16 @@ def summary_request(
     max_chars: int,
     model: str | None,
     released: bool = False,
+    facts: str = "",
 ) -> Request:
     """The summariser's request: no tools, no reasoning effort, just the briefing instruction.
-    ``released``: the fold holds kept messages (the kept-overflow rule), which it must carry."""
-    transcript = cap_transcript(transcript_entries(messages), max_chars)
+    ``released``: the fold holds kept messages (the kept-overflow rule), which it must carry.
+    ``facts``: the structured digest's sections (`digest.sections`), given as facts to keep;
+    the transcript is capped to leave room for them."""
+    transcript = cap_transcript(transcript_entries(messages), max(max_chars - len(facts), max_chars // 2))
     user = f"Conversation to fold:\n\n{transcript}"
+    if facts:
+        user += f"\n\n{FACTS_LINE}\n{facts}"
     if released:
         user += f"\n\n{RELEASED_LINE}"
     if focus:
@@ -243,13 +247,13 @@ async def summarize(
 
 
 __all__ = [
+    "FACTS_LINE",
     "FOCUS_LINE",
     "RELEASED_LINE",
     "SUMMARY_SYSTEM_PROMPT",
     "SummaryOutcome",
     "cap_transcript",
     "digest_content",
-    "mechanical_summary",
     "summarize",
     "summary_request",
     "transcript_entries",
