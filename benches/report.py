@@ -1,7 +1,7 @@
 """Write the side-by-side benchmark report (`docs/benchmarks.md` + `docs/benchmarks.png`).
 
 Reads the pytest-benchmark JSON files (``--benchmark-json``) of every bench module present in a
-results folder and, for each row B1–B11 of the suite, states the workload and its size, the medians
+results folder and, for each row B1–B12 of the suite, states the workload and its size, the medians
 with min–max, the ratio to the peer, the goal and whether it is met, and the machine. A row whose
 module did not run (or whose peer could not run) is kept and says so.
 
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from report_data import REPO, Bench, Row, _pair, _size, by_role, find, fmt_span, fmt_time, load_results
-from report_rows import row_b7, row_b8, row_b9, row_b10, row_b11
+from report_rows import row_b7, row_b8, row_b9, row_b10, row_b11, row_b12
 
 
 def row_b1(bs: list[Bench]) -> Row:
@@ -218,6 +218,12 @@ BOUNDS = {
     "ratios move by ±30 % between runs. The process pool reached 1.75× (stats) and 2.2× (compact-eval) "
     "serial in the same run, so the work itself splits; Ray's gap to the pool (stats 26 s vs 20 s) is "
     "Ray's own processes (raylet, GCS, each worker's gRPC threads) taking CPU from the two workers",
+    "B12": "one cProfile of a serial mechanical-only run (dev build, 2026-12-02, load average ~8 on the "
+    "2 shared cores, 53 s): no single hot spot — the core's plan_history 11 %, regex searches 9 % and "
+    "the identifier facts 8 % (probe generation and scoring), freezing events into Python objects 7 %, "
+    "token counting and the rest spread thin; every strategy runs the whole grid again (one row per "
+    "strategy), so the time grows with the strategies compared. To close: the release build first "
+    "(not measured here), then profile again",
     "B1": "perf of the core's load to ready (`cargo run --release -p foldlog-core --example load`, "
     "NO_BODY=1, one thread, 2026-12-01) on the small-message log (182 MB, 1.14M lines): ~0.7 s of CPU a "
     "load — parsing each line's envelope and its message's shape ~45 % (serde_json's string scanning "
@@ -285,7 +291,21 @@ def add_bounds(rows: list[Row]) -> None:
             r.notes.append("what bounds it: " + BOUNDS.get(r.id, "not profiled yet"))
 
 
-ROWS = [row_b1, row_b1r, row_b2, row_b3, row_b4, row_b5, row_b6, row_b7, row_b8, row_b9, row_b10, row_b11]
+ROWS = [
+    row_b1,
+    row_b1r,
+    row_b2,
+    row_b3,
+    row_b4,
+    row_b5,
+    row_b6,
+    row_b7,
+    row_b8,
+    row_b9,
+    row_b10,
+    row_b11,
+    row_b12,
+]
 
 
 def cpu_model() -> str:

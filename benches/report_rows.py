@@ -1,5 +1,6 @@
 """The report's rows for the agent at volume: B7 (concurrent sessions), B8 (durable appends),
-B9 (the local model's tasks), B10 (open sessions) and B11 (batch jobs)."""
+B9 (the local model's tasks), B10 (open sessions), B11 (batch jobs) and B12 (the compaction
+benchmark's tier 0)."""
 
 from __future__ import annotations
 
@@ -113,6 +114,64 @@ def row_b11(bs: list[Bench]) -> Row:
         row.ratio = min(ratios)
         row.ratio_label = "serial time / Ray time (the lower of the two jobs)"
         row.met = row.ratio >= 1.7
+    return row
+
+
+#: the tier-0 goals of the compaction benchmark (issue 28): survival per category, at this share saved
+B12_SURVIVAL = {"artifact": 95.0, "error": 100.0, "constraint": 100.0}
+B12_SAVED = 50.0
+
+
+def row_b12(bs: list[Bench]) -> Row:
+    row = Row(
+        "B12", "compaction benchmark, tier 0: what a fold keeps, every corpus transcript × the default grid"
+    )
+    row.goal = "≤ 60 s on 2 cores (Ray); survival and saved % per strategy stated"
+    b = find(bs, r"^test_b12_tier0")
+    if not b:
+        row.notes.append("bench_compaction.py did not run")
+        return row
+    e = b.extra
+    row.workload = str(e.get("workload", ""))
+    wall = float(e.get("wall_with_ray_s", 0))
+    row.ours.append(
+        f"{fmt_time(b.median)} the run on a started cluster; {wall:.1f} s with Ray's start "
+        f"({float(e.get('startup_s', 0)):.1f} s) and stop"
+    )
+    for name, f in sorted(dict(e.get("strategies", {})).items()):
+        kept = ", ".join(
+            f"{c} {f[k]:.0f}%"
+            for c in ("artifact", "error", "constraint", "identifier")
+            if (k := f"survival_{c}_pct") in f and f[k] is not None
+        )
+        row.ours.append(
+            f"{name}: saved {f['saved_pct']:.1f}% of all tokens, "
+            f"{f.get('saved_folded_pct', 0):.1f}% where it acted "
+            f"({f['folded']:,}/{f['sessions']:,} rows); survival {kept}"
+        )
+        # mask's goal is its saving alone (its calls are never folded away)
+        goals = {} if name == "mask" else B12_SURVIVAL
+        short = [
+            c
+            for c, goal in goals.items()
+            if f.get(f"survival_{c}_pct") is not None and float(f[f"survival_{c}_pct"]) < goal
+        ]
+        if short or float(f.get("saved_folded_pct", 0)) < B12_SAVED:
+            what = (
+                "≥ 50% saved"
+                if name == "mask"
+                else "artifact ≥ 95%, error and constraint 100%, at ≥ 50% saved"
+            )
+            row.notes.append(
+                f"{name} misses issue 28's tier-0 goal ({what} where it acted): "
+                + (", ".join(short) or f"saved {f.get('saved_folded_pct', 0):.1f}%")
+            )
+    row.met = 0 < wall <= 60
+    row.notes.append(
+        "survival is the share of probe answers still written on the surface the next request carries: "
+        "an upper bound on what a reader could recall, never recall (docs/compaction-benchmark.md); "
+        "the strategies are those of compact-eval that need no model (summary needs one)"
+    )
     return row
 
 

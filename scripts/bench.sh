@@ -13,7 +13,7 @@ mkdir -p "$OUT"
 # B1 first (it builds the cached 100 MB log), then the others; a module that fails is reported
 # and the run goes on, so the report still shows every row. BENCH_MODULES="bench_x bench_y"
 # re-runs only those (their old results are replaced, the others' kept) and rewrites the report.
-all_modules=(bench_load bench_resume bench_step bench_tokens bench_plan bench_loop bench_import bench_concurrency bench_volume bench_store bench_local bench_batch)
+all_modules=(bench_load bench_resume bench_step bench_tokens bench_plan bench_loop bench_import bench_concurrency bench_volume bench_store bench_local bench_batch bench_compaction)
 if [ -n "${BENCH_MODULES:-}" ]; then
     read -r -a modules <<< "$BENCH_MODULES"
     for m in "${modules[@]}"; do rm -f "$OUT/$m.json"; done

@@ -153,8 +153,10 @@ PLAN_USER_MARKED: Final[int]
 PLAN_ERROR_RESULT: Final[int]
 PLAN_ELIDED: Final[int]
 ELIDED_PREFIX: Final[str]
+MASKED_PREFIX: Final[str]
 
 def message_text(message: Mapping[str, Any]) -> str: ...
+def mask_stub(name: str, arguments: str, tokens: int, seq: int) -> str: ...
 
 @final
 class CompactionPlan:

@@ -18,7 +18,7 @@ from foldlog.cli.agent_setup import SYSTEM_PROMPT, make_tools
 from foldlog.providers import LocalLlama, Request, collect
 from foldlog.providers.gemma_chat import to_turns
 from foldlog.tools.registry import ToolRegistry
-from foldlog.tools.runner import REPEAT_REFUSAL
+from foldlog.tools.runner import NO_PROGRESS
 from tests.providers.local_model import require_local
 
 pytestmark = [pytest.mark.slow, pytest.mark.local_model]
@@ -73,6 +73,39 @@ def test_the_demo_task_is_answered_correctly(
     calls = [e["data"] for e in session.events if e["type"] == "tool/call"]
     assert calls[0]["name"] == "read_file" and json.loads(calls[0]["arguments"]) == {"path": path}
     assert not leaked(answer, special_texts(provider))
+
+
+CONTENTS = [
+    ("list.txt", "apples bananas cherries\n", ("apples", "bananas", "cherries"),
+     "Read the file list.txt and tell me what it contains."),
+    ("shopping.txt", "kettle\nlantern\npebble\n", ("kettle", "lantern", "pebble"),
+     "Read the file shopping.txt and tell me what it says."),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("path", "text", "words", "prompt"), CONTENTS, ids=["chat-case", "lines"])
+@pytest.mark.parametrize("folder", ["ws", "a/much/longer/workspace-folder"])
+def test_the_answer_repeats_what_the_tool_returned(
+    provider: LocalLlama,
+    tmp_path: Path,
+    folder: str,
+    path: str,
+    text: str,
+    words: tuple[str, ...],
+    prompt: str,
+) -> None:
+    """The case of `foldlog chat` (issue 26): the pretrained model answered "The first task is: buy
+    milk." from its worked example. Its answer now quotes what read_file returned: every word of
+    the file, and nothing of an example. Two workspace folders: the path is in the system prompt,
+    and this model's answers move with details like it."""
+    workspace = tmp_path / folder
+    workspace.mkdir(parents=True)
+    (workspace / path).write_text(text)
+    answer, session = run_agent(provider, workspace, prompt)
+    calls = [e["data"] for e in session.events if e["type"] == "tool/call"]
+    assert calls and calls[0]["name"] == "read_file", calls
+    assert all(w in answer.lower() for w in words), answer
+    assert "milk" not in answer.lower(), answer
 
 
 def test_no_special_token_reaches_an_answer_a_tool_argument_or_the_log(
@@ -159,7 +192,8 @@ def test_text_from_users_and_files_never_becomes_a_turn_marker(provider: LocalLl
 
 def test_the_loop_guard_ends_a_loop_of_the_real_model(provider: LocalLlama, tmp_path: Path) -> None:
     """A model made to call read_file at every step (as a looping model does): the third identical
-    call is not run, the next request offers no tools, and the model answers."""
+    call returns the same result again (no progress), gets the loop guard's notice, the next
+    request offers no tools, and the model answers."""
     (tmp_path / "notes.txt").write_text("The secret word is: harbour\n")
     session = Session(system=SYSTEM_PROMPT.format(workspace=tmp_path))
     agent = Agent(provider, make_tools(tmp_path, bash=False), session, Options(max_steps=6))
@@ -171,8 +205,9 @@ def test_the_loop_guard_ends_a_loop_of_the_real_model(provider: LocalLlama, tmp_
     agent.hooks.request(always_read_file)
     answer = agent.run_sync("Read the file notes.txt (path: notes.txt) and tell me the secret word.")
     results = [e["data"]["message"] for e in session.events if e["type"] == "tool/result"]
-    assert [r["isError"] for r in results] == [False, False, True]
-    assert results[2]["content"] == REPEAT_REFUSAL.format(name="read_file")
+    assert [r["isError"] for r in results] == [False, False, False]
+    assert results[0]["content"] == results[1]["content"]  # the same call, the same result
+    assert results[2]["content"] == NO_PROGRESS.format(name="read_file", n=3) + "\n" + results[0]["content"]
     headers = [e["data"]["tools"] for e in session.events if e["type"] == "request/header"]
     assert headers[-1] == []  # the last request offered no tools
     assert session.events[-1]["data"]["reason"]["kind"] == "completed"

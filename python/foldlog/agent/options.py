@@ -25,7 +25,7 @@ class Options(CompactionOptions):
     The compaction constants (`CompactionOptions`: ``soft_compact_ratio``, ``compact_ratio``,
     ``force_compact_ratio``, ``tail_tokens``, ``min_recent_keep``, ``pinned_user_turn_tokens``,
     ``min_fold_tokens``, ``summary_timeout``, ``stuck_limit``, ``prune_min_bytes``,
-    ``keep_policy``, ``summary_provider``, ``archive_dir``) are keyword-only."""
+    ``keep_policy``, ``summary_provider``, ``archive_dir``, ``strategy``) are keyword-only."""
 
     max_steps: int | None = 50
     grace_step: bool = True

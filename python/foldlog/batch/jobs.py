@@ -12,7 +12,8 @@ Rows are plain dicts of JSON scalars, the same whichever engine runs them.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -20,9 +21,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from foldlog.batch.cost import session_cost, usage_cost
 from foldlog.batch.grid import GridPoint
 from foldlog.batch.sources import Item
-from foldlog.errors import OutputExistsError
+from foldlog.errors import ConfigError, OutputExistsError
 
 if TYPE_CHECKING:
+    from foldlog.compaction.settings import Strategy
     from foldlog.log.session import Session
     from foldlog.providers.base import Provider
 
@@ -58,7 +60,33 @@ class JobSpec:
     branches: str = "current"
     #: compact-eval: probe survival (tier 0) columns, docs/compaction-benchmark.md
     probes: bool = False
+    #: compact-eval tiers 1 and 2 (need ``probes``): factories of the reader and the judge,
+    #: probes per reader prompt, replicates, and the folder model calls are cached in
+    reader: Callable[[], Provider] | None = None
+    judge: Callable[[], Provider] | None = None
+    probes_per_prompt: int = 8
+    replicates: int = 3
+    cache_dir: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: compact-eval: the strategies compared, one row each (``()``: ``summary`` with a summary
+    #: provider, else ``mechanical``); ``summary`` needs the summary provider
+    strategies: tuple[Strategy, ...] = ()
+
+    def __post_init__(self) -> None:
+        from foldlog.compaction.settings import STRATEGIES
+
+        unknown = [s for s in self.strategies if s not in STRATEGIES]
+        if unknown:
+            raise ConfigError(f"strategies: unknown strategy {unknown[0]!r} (known: {', '.join(STRATEGIES)})")
+        if "summary" in self.strategies and self.summary_provider is None:
+            raise ConfigError("strategies: 'summary' needs a summary provider (--summary-provider)")
+
+    @property
+    def compared(self) -> tuple[Strategy, ...]:
+        """The strategies compact-eval runs."""
+        if self.strategies:
+            return self.strategies
+        return ("summary",) if self.summary_provider is not None else ("mechanical",)
 
 
 def run_item(spec: JobSpec, item: Item) -> list[Row]:
@@ -196,9 +224,11 @@ def _compact_eval(spec: JobSpec, item: Item, session: Session, recorded: Session
     data = session.to_bytes()
     rows = []
     for point in spec.grid:
-        fresh = SessionClass.from_bytes(data, source=item.key)
-        fresh.model = model
-        rows.append({**point_columns(point), **asyncio.run(_evaluate(spec, fresh, point, int(tokens)))})
+        for strategy in spec.compared:
+            fresh = SessionClass.from_bytes(data, source=item.key)
+            fresh.model = model
+            row = asyncio.run(_evaluate(spec, fresh, point, int(tokens), strategy))
+            rows.append({**point_columns(point), "strategy": strategy, **row})
     return rows
 
 
@@ -206,7 +236,9 @@ def point_columns(point: GridPoint) -> Row:
     return {"window": point.window, "tail_tokens": point.tail_tokens, "keep_policy": point.keep_policy}
 
 
-async def _evaluate(spec: JobSpec, session: Session, point: GridPoint, tokens: int) -> Row:
+async def _evaluate(
+    spec: JobSpec, session: Session, point: GridPoint, tokens: int, strategy: Strategy
+) -> Row:
     """Plan at ``point``, fold once (mechanically, or with the summary provider), then let the
     real auto-compaction trigger run for ``stuck_limit`` steps to see whether its stuck guard
     latches (the folded surface still past the trigger)."""
@@ -216,7 +248,7 @@ async def _evaluate(spec: JobSpec, session: Session, point: GridPoint, tokens: i
     from foldlog.compaction.survival import after_fold
     from foldlog.events import Usage as UsageEvent
 
-    settings = point.settings()
+    settings = dataclasses.replace(point.settings(), strategy=strategy)
     usage: list[Any] = []
 
     def emit(event: Any) -> None:
@@ -228,18 +260,20 @@ async def _evaluate(spec: JobSpec, session: Session, point: GridPoint, tokens: i
         compactor = Compactor(session, provider, settings, emit)
         preview = compactor.plan(force=False)
         probes = probes_for_plan(session, preview) if spec.probes else []
+        unfolded = session.derive_messages() if spec.reader is not None else []  # tier 1's baseline
         result = await compactor.compact("manual", force=False)
         # tier 0 on the surface right after the fold (before the stuck-guard steps below)
         survival = after_fold(probes, session, preview.tokens_before, result) if spec.probes else None
+        models = await model_tiers(spec, survival, unfolded, session) if survival is not None else {}
         summary_usage = list(usage)
         stuck = False
-        if result is not None and result.folded:
+        if result is not None and (result.folded or result.masked):
             for _ in range(settings.stuck_limit):
                 await compactor.maybe_compact(None)
             stuck = compactor.stuck
     finally:
         await provider.aclose()
-    folded = result is not None and result.folded > 0
+    folded = result is not None and (result.folded > 0 or result.masked > 0)
     after = result.tokens_after if result is not None and folded else preview.tokens_before
     row: Row = {
         "tokens": tokens,
@@ -251,6 +285,7 @@ async def _evaluate(spec: JobSpec, session: Session, point: GridPoint, tokens: i
         "tokens_after": after,
         "saved": preview.tokens_before - after,
         "folded": result.folded if result is not None else 0,
+        "masked": result.masked if result is not None else 0,
         "kept": result.kept if result is not None else preview.kept,
         "digest_tokens": result.digest_tokens if result is not None else 0,
         "skipped": preview.skipped,
@@ -261,6 +296,7 @@ async def _evaluate(spec: JobSpec, session: Session, point: GridPoint, tokens: i
     }
     if survival is not None:
         row.update(survival.columns())
+        row.update(models)
     if spec.summary_provider is not None:
         prompt = sum(u.prompt_tokens for u in summary_usage)
         completion = sum(u.completion_tokens for u in summary_usage)
@@ -281,6 +317,51 @@ async def _evaluate(spec: JobSpec, session: Session, point: GridPoint, tokens: i
                 "summary_currency": currency,
             }
         )
+    return row
+
+
+async def model_tiers(spec: JobSpec, survival: Any, unfolded: Sequence[Any], session: Session) -> Row:
+    """Tier 1 (``spec.reader``: recall on the folded surface and on the unfolded one) and tier 2
+    (``spec.judge``) of one fold, their calls cached in ``spec.cache_dir``
+    (docs/compaction-benchmark.md). No probes (nothing folded): the columns are there, empty."""
+    from foldlog.compaction.judge import DIMENSIONS, judge
+    from foldlog.compaction.model_cache import ModelCache
+    from foldlog.compaction.probes import SCORED
+    from foldlog.compaction.reader import read, recall_columns
+
+    row: Row = {}
+    cache = ModelCache(Path(spec.cache_dir) if spec.cache_dir else None)
+    after = session.derive_messages()
+    if spec.reader is not None:
+        if survival.probes:
+            reader = spec.reader()
+            try:
+                kw: Any = {
+                    "cache": cache,
+                    "per_prompt": spec.probes_per_prompt,
+                    "replicates": spec.replicates,
+                }
+                folded = await read(reader, survival.probes, after, **kw)
+                base = await read(reader, survival.probes, unfolded, **kw)
+            finally:
+                await reader.aclose()
+            row.update(recall_columns(folded, base))
+        else:
+            empty = ("recall_", "recall_base_", "recall_spread_")
+            row.update({f"{k}{c}": None for c in SCORED for k in empty})
+            row["baseline_cut"] = row["folded_cut"] = None
+    if spec.judge is not None:
+        if survival.probes:
+            judge_provider = spec.judge()
+            try:
+                row.update(await judge(judge_provider, survival.probes, after, cache=cache))
+            finally:
+                await judge_provider.aclose()
+        else:
+            row.update({f"judge_{d}": None for d in (*DIMENSIONS, "overall")})
+    if spec.reader is not None or spec.judge is not None:
+        row["model_calls"] = cache.misses
+        row["model_cache_hits"] = cache.hits
     return row
 
 

@@ -64,6 +64,12 @@ def fingerprint(spec: JobSpec) -> dict[str, Any]:
         fp["branches"] = spec.branches  # forks written or not: a different set of logs
     if spec.probes:
         fp["probes"] = True  # rows with the survival columns
+    if spec.strategies:
+        fp["strategies"] = list(spec.strategies)  # one row per strategy
+    if spec.reader is not None:  # rows with the recall columns, at these counts
+        fp["reader"] = [spec.probes_per_prompt, spec.replicates]
+    if spec.judge is not None:
+        fp["judge"] = True
     return fp
 
 
@@ -87,6 +93,12 @@ def run_batch(
     shard_size: int | None = None,
     progress: bool | None = None,
     probes: bool = False,
+    reader: Callable[[], Provider] | None = None,
+    judge: Callable[[], Provider] | None = None,
+    probes_per_prompt: int = 8,
+    replicates: int = 3,
+    cache_dir: str | Path | None = None,
+    strategies: Sequence[str] = (),
 ) -> BatchReport:
     """Run ``job`` over ``sources`` (see `foldlog.batch.sources.collect`) and write its outputs.
 
@@ -94,6 +106,8 @@ def run_batch(
     process pool of ``workers``) or ``serial``; all three write the same table. ``progress``:
     a bar on stderr (default: when stderr is a terminal). ``probes`` (compact-eval): add the
     probe survival columns ``probes_<c>`` / ``survived_<c>`` (docs/compaction-benchmark.md).
+    ``strategies`` (compact-eval): the compaction strategies compared, one row each with its
+    ``strategy`` column (default: ``summary`` with a summary provider, else ``mechanical``).
     Raises `ConfigError` for a bad argument before any work starts; a session that fails is a
     row with its ``error``.
     """
@@ -107,6 +121,17 @@ def run_batch(
         raise ConfigError("import converts foreign transcripts: give their format (--from)")
     if probes and job != "compact-eval":
         raise ConfigError(f"--probes measures what a fold keeps: it is a compact-eval option, not {job}'s")
+    if strategies and job != "compact-eval":
+        raise ConfigError(f"--strategies compares folds: it is a compact-eval option, not {job}'s")
+    if (reader is not None or judge is not None) and job != "compact-eval":
+        raise ConfigError(f"--reader/--judge score folds: compact-eval options, not {job}'s")
+    if reader is not None or judge is not None:
+        from foldlog.compaction.reader import check_counts
+
+        check_counts(probes_per_prompt, replicates)
+        probes = True  # tiers 1 and 2 ask the probes
+        if cache_dir is None:  # beside the table: a re-run sends nothing
+            cache_dir = table_path(job, Path(out)).with_name(Path(out).name + ".model-cache")
     from foldlog.interchange import BRANCHES
 
     if branches not in BRANCHES:
@@ -127,6 +152,12 @@ def run_batch(
         force=force,
         branches=branches,
         probes=probes,
+        reader=reader,
+        judge=judge,
+        probes_per_prompt=probes_per_prompt,
+        replicates=replicates,
+        cache_dir=str(cache_dir) if cache_dir is not None else None,
+        strategies=tuple(strategies),  # type: ignore[arg-type]  # checked by JobSpec, naming the bad one
     )
     if job == "export":
         from foldlog.interchange.exports import suffix

@@ -75,6 +75,34 @@ def add_parser(verbs: Any) -> argparse.ArgumentParser:
         help="add probe survival (tier 0) columns probes_<c>/survived_<c> (docs/compaction-benchmark.md)",
     )
     grid.add_argument("--summary-base-url")
+    grid.add_argument(
+        "--strategies",
+        metavar="LIST",
+        help="compaction strategies compared, one row each, comma-separated: mask,mechanical,summary,hybrid "
+        "(default: summary with --summary-provider, else mechanical; summary needs --summary-provider)",
+    )
+    tiers = p.add_argument_group("compact-eval tiers 1 and 2 (docs/compaction-benchmark.md)")
+    tiers.add_argument(
+        "--reader", choices=PROVIDERS, help="tier 1: this provider answers the probes (recall_<c> columns)"
+    )
+    tiers.add_argument("--reader-model")
+    tiers.add_argument("--reader-base-url")
+    tiers.add_argument(
+        "--judge",
+        choices=PROVIDERS,
+        help="tier 2: this provider scores each fold (judge_<dimension> columns)",
+    )
+    tiers.add_argument("--judge-model")
+    tiers.add_argument("--judge-base-url")
+    tiers.add_argument(
+        "--probes-per-prompt", type=int_arg(1), default=8, metavar="K", help="probes per reader prompt (8)"
+    )
+    tiers.add_argument(
+        "--replicates", type=int_arg(1), default=3, metavar="R", help="times each reader prompt is asked (3)"
+    )
+    tiers.add_argument(
+        "--cache", metavar="DIR", help="model calls cached here (default: OUT.model-cache beside the table)"
+    )
     p.add_argument(
         "--to", dest="export_format", choices=EXPORT_FORMATS, default="openai", help="export format"
     )
@@ -129,6 +157,13 @@ def cmd_batch(args: argparse.Namespace) -> int:
             "base_url": args.summary_base_url,
         }
         factory = functools.partial(summary_provider, flags)
+    reader = judge = None
+    if args.reader:
+        reader_flags = {"provider": args.reader, "model": args.reader_model, "base_url": args.reader_base_url}
+        reader = functools.partial(summary_provider, reader_flags)
+    if args.judge:
+        judge_flags = {"provider": args.judge, "model": args.judge_model, "base_url": args.judge_base_url}
+        judge = functools.partial(summary_provider, judge_flags)
     try:
         points = _points(args) if args.job == "compact-eval" else None
         report = run_batch(
@@ -150,6 +185,14 @@ def cmd_batch(args: argparse.Namespace) -> int:
             shard_size=args.shard_size,
             progress=False if args.no_progress else None,
             probes=args.probes,
+            reader=reader,
+            judge=judge,
+            probes_per_prompt=args.probes_per_prompt,
+            replicates=args.replicates,
+            cache_dir=args.cache,
+            strategies=[s.strip() for s in args.strategies.split(",") if s.strip()]
+            if args.strategies
+            else (),
         )
     except ConfigError as exc:
         raise UsageError(str(exc)) from exc

@@ -2,7 +2,8 @@
 
 Input comes from prompt_toolkit (line editing, history file) or readline when stdin is a
 terminal, else from plain lines on stdin — so ``printf 'hi\\n/status\\n' | foldlog chat`` works.
-Ctrl-C while the model works cancels the turn (the log stays valid); Ctrl-D or ``/quit`` leaves.
+Ctrl-C while the model works cancels the turn (the log stays valid); SIGTERM then does the same and
+ends the chat (exit 143); Ctrl-D or ``/quit`` leaves.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from foldlog.cli.common import add_agent_options, config_from_args, console, human_size, surface_tokens
 from foldlog.cli.config import Config
-from foldlog.cli.exits import EXIT_OK
+from foldlog.cli.exits import EXIT_OK, EXIT_TERMINATED
 from foldlog.cli.live import LiveSink
 
 HELP = [
@@ -36,6 +37,15 @@ HELP = [
     ("/help", "this list"),
     ("/quit", "leave (also /exit or Ctrl-D)"),
 ]
+
+# said when chat starts on the offline default: a newcomer without a key meets this model first,
+# and its wrong answers should not read as foldlog's (docs/local-model.md)
+OFFLINE_NOTICE = (
+    "offline model: Gemma 3 270M, a small pretrained (not instruction-tuned) model run on this machine. "
+    "It is a demo of tool use on simple tasks (read a file, list a folder, find a word) and is often wrong. "
+    "For real work set DEEPSEEK_API_KEY and start chat with --provider deepseek "
+    "(or openai, anthropic with their keys)."
+)
 
 
 def gauge(used: int, window: int | None, width: int = 20) -> str:
@@ -281,12 +291,13 @@ class Chat:
 
     # --- turns -------------------------------------------------------------------------------
 
-    async def turn(self, text: str) -> None:
+    async def turn(self, text: str) -> int:
+        """One turn; its exit code (`EXIT_TERMINATED` after a SIGTERM: the chat then ends)."""
         from foldlog.cli.run_cmd import drive
 
         self.turn_running = True
         try:
-            _, _, error = await drive(self.agent, text)
+            _, code, error = await drive(self.agent, text)
         finally:
             self.turn_running = False
         self.sink.finish()
@@ -294,6 +305,7 @@ class Chat:
         if error:
             self.out.print(error, style="yellow")
         self.out.print(gauge(self.sink.totals.last_prompt_tokens, self.window()), style="dim")
+        return code
 
     def _idle_sigint(self) -> None:
         """Outside a turn Ctrl-C only says how to leave (inside one, ``drive`` cancels the turn)."""
@@ -312,6 +324,8 @@ class Chat:
         self.model = self.cfg.get("model") or self.provider.model
         try:
             self._open(self.args.session, self.args.continue_latest)
+            if _is_offline_model(self.provider):
+                self.out.print(OFFLINE_NOTICE, style="yellow")
             self.out.print("/help for commands, Ctrl-C cancels a turn, Ctrl-D leaves", style="dim")
             reader = _Reader(self.cfg.home / "chat_history")
             while True:
@@ -325,7 +339,8 @@ class Chat:
                     if not await self.command(line):
                         break
                     continue
-                await self.turn(line)
+                if await self.turn(line) == EXIT_TERMINATED:
+                    return EXIT_TERMINATED  # SIGTERM in a turn: cancelled as by Ctrl-C, then stop
         finally:
             if self.session is not None:
                 self.session.close()
@@ -333,6 +348,12 @@ class Chat:
                 await server.aclose()
             await self.provider.aclose()
         return EXIT_OK
+
+
+def _is_offline_model(provider: Any) -> bool:
+    from foldlog.providers.local import LocalLlama
+
+    return isinstance(provider, LocalLlama)
 
 
 def add_parser(verbs: Any) -> None:

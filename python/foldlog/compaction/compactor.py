@@ -9,12 +9,13 @@ summary call and its fallback are :mod:`foldlog.compaction.summary`.
 
 What a fold records (nothing is ever deleted; the folded events stay in the log)::
 
-    compaction/start {id, trigger, focus?}
+    compaction/start {id, trigger, focus?, strategy}
+    tool/result …        (mask/hybrid: a stub for an old result, surfaceOp mask S; masking.py)
     tool/result …        (prune: replaces a large folded result, surfaceOp replace S..S)
     compaction/summary {id, summary, folded, kept, tokensBefore, tokensAfter, model, mechanical, archive?,
                         requests?, usage?, cost?, countedTokens?, released?}
     user/message         (the digest, surfaceOp fold S..E keeping `kept`)
-    compaction/end {id, error?}
+    compaction/end {id, error?, masked?}
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from foldlog.compaction import digest, facts, planning, summary
+from foldlog.compaction import digest, facts, masking, planning, summary
 from foldlog.compaction.settings import CompactionSettings
 from foldlog.cost.prices import price_request, provider_id, provider_prices, sum_costs
 from foldlog.errors import CompactionError
@@ -106,6 +107,8 @@ class CompactionResult:
     folded: int = 0  # chat messages folded into the digest (0: nothing folded)
     kept: int = 0
     pruned: int = 0  # tool results elided
+    masked: int = 0  # tool results masked (the mask and hybrid strategies)
+    strategy: str = "summary"
     summary: str = ""
     mechanical: bool = False
     archive: str | None = None
@@ -153,6 +156,7 @@ class Compactor:
         self.settings = settings if settings is not None else CompactionSettings()
         self._emit = emit or (lambda event: None)
         self._soft_noticed = False
+        self._mask_spent = False  # the mask strategy's "nothing left to mask" warning was given
         #: auto-compactions that folded on consecutive steps (calls of `maybe_compact`)
         self.consecutive = 0
         self.stuck = False
@@ -202,7 +206,7 @@ class Compactor:
         folded = False
         try:
             result = await self._run("auto", None, force, measured)
-            folded = result is not None and result.folded > 0
+            folded = result is not None and (result.folded > 0 or result.masked > 0)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # a failed compaction must never end the run
@@ -267,24 +271,44 @@ class Compactor:
     ) -> CompactionResult | None:
         opts = self.settings
         planned = self.plan(force=force)
-        prune = (
-            planned.history.prune_candidates(planned.plan, opts.prune_min_bytes) if trigger == "auto" else []
+        masks = (
+            masking.plan_masks(self.session, planned, self.model, opts.keep_policy == "errors")
+            if opts.strategy in ("mask", "hybrid")
+            else masking.Masks((), 0)
         )
-        if not planned.should_fold and not prune:
+        # masking stubs the results prune would elide (hybrid): prune only what was not masked
+        prune = (
+            planned.history.prune_candidates(planned.plan, opts.prune_min_bytes)
+            if trigger == "auto" and opts.strategy != "mask" and not masks
+            else []
+        )
+        if opts.strategy == "mask" and not masks:
+            if trigger != "auto":
+                self._notice("nothing to compact (no tool result before the tail to mask)")
+            elif not self._mask_spent:
+                self._mask_spent = True
+                self._notice(
+                    "the mask strategy has no tool result left to mask and the context is still past "
+                    f"{opts.compact_ratio:.0%} of the window (the hybrid strategy folds then)",
+                    "warn",
+                )
+            return None
+        self._mask_spent = False
+        if not planned.should_fold and not prune and not masks:
             if trigger != "auto":
                 self._notice(f"nothing to compact ({planned.skipped})")
             return None
 
         number = self.session.events.types().count("compaction/start") + 1
         cid = f"compaction-{number}"
-        result = CompactionResult(cid, trigger, tokens_before=planned.tokens_before)
+        result = CompactionResult(cid, trigger, tokens_before=planned.tokens_before, strategy=opts.strategy)
         self._emit(CompactionStarted(trigger, focus))
-        start: dict[str, Any] = {"id": cid, "trigger": trigger}
+        start: dict[str, Any] = {"id": cid, "trigger": trigger, "strategy": opts.strategy}
         if focus:
             start["focus"] = focus
         self.session.append_event("compaction/start", start)
         try:
-            end = await self._body(result, planned, prune, measured, force, number, focus)
+            end = await self._body(result, planned, masks, prune, measured, force, number, focus)
         except BaseException as e:
             # the fold lands in one append or not at all; close the compaction with the error
             why = "cancelled" if isinstance(e, asyncio.CancelledError) else f"{type(e).__name__}: {e}"
@@ -299,14 +323,31 @@ class Compactor:
         self,
         result: CompactionResult,
         planned: CompactionPreview,
+        masks: masking.Masks,
         prune: Sequence[int],
         measured: int | None,
         force: bool,
         number: int,
         focus: str | None,
     ) -> dict[str, Any]:
-        """Prune, then fold; returns the ``compaction/end`` data."""
+        """Mask, prune, then fold; returns the ``compaction/end`` data."""
         cid = result.id
+        if masks:
+            # every stub in one append, all or nothing
+            self.session.append_events(masks.events)
+            result.masked = len(masks)
+            before = planned.tokens_before
+            planned = self.plan(force=force)  # the masked surface, counted as the planner counts
+            result.tokens_after = planned.tokens_before
+            saved = before - planned.tokens_before
+            trigger_at = self.window * self.settings.compact_ratio
+            under = (measured if measured is not None else before) - saved < trigger_at
+            # hybrid folds only when masking did not get under the trigger (or the fold is forced)
+            if self.settings.strategy == "mask" or (under and not force):
+                return {"id": cid, "masked": len(masks)}
+            if not planned.should_fold:
+                result.skipped = planned.skipped
+                return {"id": cid, "masked": len(masks), "skipped": planned.skipped}
         if prune:
             saved = self._prune(planned, prune)
             result.pruned = len(prune)
@@ -320,7 +361,7 @@ class Compactor:
                 result.skipped = planned.skipped
                 return {"id": cid, "pruned": len(prune), "skipped": planned.skipped}
         await self._fold(result, planned, number, focus)
-        return {"id": cid}
+        return {"id": cid, "masked": len(masks)} if masks else {"id": cid}
 
     def _finish(self, result: CompactionResult, end: dict[str, Any]) -> CompactionResult:
         self.session.append_event("compaction/end", end)
@@ -379,7 +420,9 @@ class Compactor:
         if opts.archive_dir:
             result.archive = write_archive(Path(opts.archive_dir), self.session.id, number, folded)
 
-        provider = opts.summary_provider or self.provider
+        provider: Provider = opts.summary_provider or self.provider
+        if opts.strategy == "mechanical":
+            provider = summary.NoSummary(provider.context_window or self.window or None)
         # the summariser's own window (another model's, when summary_provider is set)
         window = int(provider.context_window or self.window or 128_000)
         if released:

@@ -22,6 +22,13 @@ if TYPE_CHECKING:
 KeepPolicy = Literal["errors", "user_marked", "none"]
 KEEP_POLICIES: tuple[KeepPolicy, ...] = ("errors", "user_marked", "none")
 
+#: how a compaction makes room (docs/compaction.md, "Strategies"): ``mask`` replaces old tool
+#: results by stubs (calls kept); ``mechanical`` folds into the structured digest without a model;
+#: ``summary`` folds into a model's summary (the digest when it fails); ``hybrid`` masks first and
+#: summarises only when masking does not get the surface under the trigger
+Strategy = Literal["mask", "mechanical", "summary", "hybrid"]
+STRATEGIES: tuple[Strategy, ...] = ("mask", "mechanical", "summary", "hybrid")
+
 #: the largest whole number a setting may hold (the core takes them as 64-bit integers)
 MAX_INT = 2**63 - 1
 
@@ -77,9 +84,12 @@ class CompactionOptions:
     keep_policy: KeepPolicy = "errors"
     summary_provider: Provider | None = None
     archive_dir: str | None = None
+    strategy: Strategy = "summary"
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
+        if self.strategy not in STRATEGIES:
+            raise ConfigError(f"{owner}.strategy must be one of {STRATEGIES}, got {self.strategy!r}")
         if self.keep_policy not in KEEP_POLICIES:
             raise ConfigError(f"{owner}.keep_policy must be one of {KEEP_POLICIES}, got {self.keep_policy!r}")
         for ratio in ("soft_compact_ratio", "compact_ratio", "force_compact_ratio"):
@@ -142,9 +152,11 @@ class CompactionSettings(CompactionOptions):
 __all__ = [
     "KEEP_POLICIES",
     "MAX_INT",
+    "STRATEGIES",
     "CompactionOptions",
     "CompactionSettings",
     "KeepPolicy",
+    "Strategy",
     "check_int",
     "check_number",
 ]

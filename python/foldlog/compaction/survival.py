@@ -178,7 +178,8 @@ async def _probe_survival(
 def after_fold(probes: Sequence[Probe], session: Session, tokens_before: int, result: Any) -> SurvivalReport:
     """The report once ``session`` was folded (``result``: the `CompactionResult`, ``None`` when
     nothing was folded: then no probe counts, as none of their evidence left the surface)."""
-    folded = int(result.folded) if result is not None else 0
+    # masked results count as changed messages too (the mask and hybrid strategies)
+    folded = int(result.folded) + int(result.masked) if result is not None else 0
     if not folded:
         return SurvivalReport((), (), tokens_before, tokens_before, 0)
     return SurvivalReport(

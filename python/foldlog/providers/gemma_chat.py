@@ -58,7 +58,10 @@ def _ex_result(n: int, text: str) -> dict[str, Any]:
 # Worked examples shown before the conversation, each used when the tools it calls are offered.
 # Gemma 3 270M (the pretrained model of the PyPI package, not an instruction-tuned one) follows
 # a pattern it has seen far better than an instruction: these show the call line, the result
-# and a short answer, and a question answered without a tool.
+# and a short answer built from that result (quoting it where it can), and a question answered
+# without a tool. The model also copies an example's content ("The first task is: buy milk." for
+# a file of fruit): after a result, the provider withholds the examples' results' tokens that the
+# conversation does not hold (LocalLlama.unseen_example_tokens).
 Example = tuple[frozenset[str], Sequence[Mapping[str, Any]]]
 """A worked example: the tools it calls, and its messages (OpenAI chat shape)."""
 
@@ -107,10 +110,13 @@ EXAMPLES: tuple[Example, ...] = (
     (
         frozenset({"read_file"}),
         (
-            {"role": "user", "content": "Read the file todo.txt and tell me the first task."},
+            {"role": "user", "content": "Read the file todo.txt and tell me what it contains."},
             _ex_call(4, "read_file", '{"path": "todo.txt"}'),
-            _ex_result(4, "1. buy milk\n2. call Bob\n"),
-            {"role": "assistant", "content": "The first task is: buy milk."},
+            _ex_result(4, "buy milk\nwater the plants\n"),
+            {
+                "role": "assistant",
+                "content": 'The file todo.txt contains: "buy milk", "water the plants".',
+            },
         ),
     ),
     (
@@ -344,6 +350,21 @@ def parse_call(text: str) -> tuple[str, str] | None:
         return None
     name, _, args = text[len(CALL) :].partition(" ")
     return name, args.strip()
+
+
+def shown_texts(messages: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What the messages show the model, text by text: contents, call lines and results."""
+    out = [text_of(m.get("content")) for m in messages]
+    for m in messages:
+        for c in m.get("tool_calls") or () if m.get("role") == "assistant" else ():
+            fn = c.get("function") or {}
+            out.append(call_line(str(fn.get("name", "")), str(fn.get("arguments") or "")))
+    return [t for t in out if t]
+
+
+def example_results(examples: Sequence[Example]) -> list[str]:
+    """What the worked examples' tools returned: the content an answer could copy from them."""
+    return [text_of(m.get("content")) for _, msgs in examples for m in msgs if m.get("role") == "tool"]
 
 
 def _called(messages: Sequence[Mapping[str, Any]]) -> frozenset[str]:

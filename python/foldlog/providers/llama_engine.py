@@ -157,12 +157,14 @@ class LlamaEngine:
         on_text: Callable[[str], None] | None = None,
         end_when: Callable[[str, float], bool] | None = None,
         stop_texts: Sequence[str] = (),
+        banned: Sequence[int] = (),
     ) -> Generation:
         """Decode one turn after ``prompt``. ``on_text`` gets the text as it is decided (never a
         special token, never a piece of one). With ``grammar`` the whole output follows it.
         ``end_when(text, logit)``: asked before each token is taken (the text so far, the chosen
         token's logit); true ends the turn there (see the provider's end-of-turn rule).
-        ``stop_texts``: the turn ends where one of them appears (it is not part of the text)."""
+        ``stop_texts``: the turn ends where one of them appears (it is not part of the text).
+        ``banned``: tokens this turn may not produce (besides the special ones)."""
         with self.lock:
             return self._generate(
                 list(prompt),
@@ -176,6 +178,7 @@ class LlamaEngine:
                 on_text,
                 end_when,
                 tuple(stop_texts),
+                banned,
             )
 
     def _generate(
@@ -191,6 +194,7 @@ class LlamaEngine:
         on_text: Callable[[str], None] | None,
         end_when: Callable[[str, float], bool] | None,
         stop_texts: tuple[str, ...],
+        banned: Sequence[int] = (),
     ) -> Generation:
         lib, np = self._lib, self._np
         if len(prompt) >= self.n_ctx:
@@ -211,6 +215,7 @@ class LlamaEngine:
         decoded: list[int] = []
         stops = self.stop_ids | stop_ids
         extra_stops = np.array(sorted(stop_ids - self.stop_ids), dtype=np.int64)
+        also_banned = np.array(sorted(set(banned) - stops), dtype=np.int64)
         try:
             while produced < max_tokens:
                 if cancel is not None and cancel.is_set():
@@ -221,6 +226,7 @@ class LlamaEngine:
                 )
                 logits = raw.copy()
                 logits[self._banned] = -np.inf
+                logits[also_banned] = -np.inf
                 logits[extra_stops] = raw[extra_stops]  # special, but allowed: they end the turn
                 token = self._pick(logits, sampler, temperature, top_p, rng)
                 if token is None:  # the grammar is complete: nothing more may follow

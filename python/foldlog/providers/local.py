@@ -23,7 +23,18 @@ from typing import TYPE_CHECKING, Any
 from foldlog.errors import ConfigError, ProviderError
 from foldlog.providers.base import Chunk, Request, TextDelta, ToolCall, ToolCallStart, Usage, stream_end
 from foldlog.providers.content import TEXT_ONLY, check_content
-from foldlog.providers.gemma_chat import CALL, EXAMPLES, START, Example, parse_call, render, text_of
+from foldlog.providers.gemma_chat import (
+    CALL,
+    EXAMPLES,
+    START,
+    Example,
+    describe_tools,
+    example_results,
+    parse_call,
+    render,
+    shown_texts,
+    text_of,
+)
 from foldlog.providers.llama_engine import Generation
 from foldlog.providers.local_turns import already_called, asks_now, failed_last
 from foldlog.providers.tool_grammar import reply_grammar
@@ -139,6 +150,7 @@ class LocalLlama:
         self._start_lock: asyncio.Lock | None = None
         self._calls = 0
         self.requests_sent = 0  # replies decoded (read by the CLI's usage line)
+        self._example_tokens: frozenset[int] | None = None
 
     def __repr__(self) -> str:
         path = str(self.model_path) if self.model_path else None
@@ -241,8 +253,9 @@ class LocalLlama:
         spent: Usage | None = None
         streamed = False
         gen: Generation | None = None
+        banned = self.unseen_example_tokens(engine, request) if _after_result(request) else frozenset()
         for attempt in (1, 2):
-            async for piece in self._decode(engine, prompt, grammar, request):
+            async for piece in self._decode(engine, prompt, grammar, request, banned):
                 if isinstance(piece, str):
                     streamed = True
                     yield TextDelta(piece)
@@ -273,7 +286,12 @@ class LocalLlama:
             yield chunk
 
     async def _decode(
-        self, engine: LlamaEngine, prompt: list[int], grammar: str, request: Request
+        self,
+        engine: LlamaEngine,
+        prompt: list[int],
+        grammar: str,
+        request: Request,
+        banned: frozenset[int] = frozenset(),
     ) -> AsyncIterator[str | Generation]:
         """Decode on a worker thread: answer text as it comes (a reply that may still become a
         call line is held back), then the :class:`Generation`."""
@@ -301,6 +319,7 @@ class LocalLlama:
                     on_text=on_text,
                     end_when=None if structured else self._answer_ends,
                     stop_texts=() if structured else ANSWER_STOPS,
+                    banned=sorted(banned),
                 )
             finally:
                 loop.call_soon_threadsafe(queue.put_nowait, None)
@@ -328,6 +347,29 @@ class LocalLlama:
             yield gen.text  # a short answer that looked like the start of a call
             gen = Generation("", gen.finish, gen.prompt_tokens, gen.cached_tokens, gen.completion_tokens)
         yield gen
+
+    def unseen_example_tokens(self, engine: LlamaEngine, request: Request) -> frozenset[int]:
+        """The tokens of the worked examples' tool results that this conversation never shows.
+
+        A reply after a tool result may not use them: the pretrained model copies the content of
+        the example nearest the question ("The first task is: buy milk." for a file that holds
+        "apples bananas cherries") where it should repeat what its own tool returned. A token the
+        conversation holds (a word of the question, of a result, of the tool list) stays allowed,
+        and so do the examples' phrasings ("The timeout is …"): only their content is withheld.
+        """
+        if self._example_tokens is None:
+            # words and numbers only: a lone space (Gemma's token before a digit) or a dot is
+            # not content, and withholding it would forbid every number
+            self._example_tokens = frozenset(
+                t
+                for text in example_results(self.examples)
+                for t in _tokens(engine, text)
+                if any(c.isalnum() for c in engine.piece(t))
+            )
+        seen: set[int] = set()
+        for text in (*shown_texts(request.messages), describe_tools(request.tools)):
+            seen.update(_tokens(engine, text))
+        return self._example_tokens - seen
 
     def _wants_call(self, engine: LlamaEngine, request: Request, prompt: list[int]) -> bool:
         """Call a tool or answer? Decided by contextual calibration: a call, when the model is
@@ -371,6 +413,19 @@ def _turn_starts(engine: LlamaEngine) -> frozenset[int]:
         return frozenset({engine.special_token(START)})
     except ValueError:  # another model's vocabulary
         return frozenset()
+
+
+def _tokens(engine: LlamaEngine, text: str) -> set[int]:
+    """The tokens of ``text`` as written, and of its words each after a space (a word that opens a
+    line in a file is one token there and another in a sentence), in lower case and capitalised."""
+    spaced = " " + " ".join(text.split())
+    forms = (text, spaced, spaced.lower(), " " + " ".join(w.capitalize() for w in text.split()))
+    return {t for form in forms for t in engine.tokenize(form, special=False)}
+
+
+def _after_result(request: Request) -> bool:
+    """The reply comes right after a tool's result."""
+    return bool(request.messages) and request.messages[-1].get("role") == "tool"
 
 
 def _logsumexp(values: Any) -> float:

@@ -11,6 +11,7 @@ pub mod event;
 pub mod fuzzing;
 pub mod json_close;
 pub mod log;
+pub mod mask;
 pub mod plan;
 pub mod plan_input;
 pub mod project;

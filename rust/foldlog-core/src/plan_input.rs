@@ -138,7 +138,9 @@ pub fn plan_messages(
                 let text = message_text(m);
                 pm.bytes = u32::try_from(text.len()).unwrap_or(u32::MAX);
                 pm.is_error_result = starts_with_any(&head(&text), &ERROR_PREFIXES);
-                pm.is_elided = text.starts_with(ELIDED_PREFIX);
+                // a pruned or masked result: nothing left to elide
+                pm.is_elided =
+                    text.starts_with(ELIDED_PREFIX) || text.starts_with(crate::mask::MASKED_PREFIX);
                 pm.caller = m
                     .get("tool_call_id")
                     .and_then(Value::as_str)

@@ -1,5 +1,5 @@
 //! The surface: the ordered list of surface-event seqs the model currently sees, and the
-//! rules for changing it (`append`, `replace`, `insert`, `fold`, `reset`).
+//! rules for changing it (`append`, `replace`, `insert`, `fold`, `reset`, `mask`).
 use crate::error::{Error, Result};
 use crate::event::SurfaceOp;
 
@@ -98,6 +98,17 @@ impl Surface {
                 let (s, e) = self.range(*start, *end, "replace")?;
                 Self::require_sources(&self.nodes[s..=e], sources, "replace")?;
                 self.nodes.splice(s..=e, [seq]);
+            }
+            SurfaceOp::Mask { seq: masked } => {
+                // one node for one: the node keeps its place, nothing else moves
+                let p = self.at(*masked, "mask")?;
+                Self::require_sources(&[*masked], sources, "mask")?;
+                self.nodes[p] = seq;
+                if let Some(old) = self.pos.get_mut(*masked as usize) {
+                    *old = NOT_ON;
+                }
+                self.set(seq, p);
+                return Ok(());
             }
             SurfaceOp::Insert { after } => {
                 let p = self.at(*after, "insert")?;

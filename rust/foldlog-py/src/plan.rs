@@ -348,8 +348,17 @@ fn message_text(message: &Bound<'_, PyAny>) -> PyResult<String> {
     Ok(project::words_of(&value_of(&content, "content")?))
 }
 
+/// The stub a ``mask`` surface op puts in the place of the tool result at ``seq``
+/// (docs/log-format.md): the call's name and short arguments, its size, its seq in the log.
+#[pyfunction]
+fn mask_stub(name: &str, arguments: &str, tokens: u64, seq: u64) -> String {
+    foldlog_core::mask::stub(name, arguments, tokens, seq)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(message_text, m)?)?;
+    m.add_function(wrap_pyfunction!(mask_stub, m)?)?;
+    m.add("MASKED_PREFIX", foldlog_core::mask::MASKED_PREFIX)?;
     m.add_class::<PyCompactionPlan>()?;
     m.add_class::<PyPlanHistory>()?;
     m.add("PLAN_DIGEST", DIGEST)?;

@@ -20,6 +20,9 @@ pub enum SurfaceOp {
     },
     /// The surface becomes exactly `keep` followed by this event.
     Reset { keep: Vec<u64> },
+    /// This `tool/result` event (the stub of [`crate::mask::stub`]) takes the place of the
+    /// `tool/result` surface node `seq`, which stays in the log (observation masking).
+    Mask { seq: u64 },
 }
 
 impl SurfaceOp {
@@ -79,6 +82,7 @@ impl SurfaceOp {
             "reset" => Ok(SurfaceOp::Reset {
                 keep: seqs("keep")?,
             }),
+            "mask" => Ok(SurfaceOp::Mask { seq: seq("seq")? }),
             other => Err(Error::invalid(format!("unknown surfaceOp {other:?}"))),
         }
     }
@@ -95,6 +99,7 @@ impl SurfaceOp {
                 serde_json::json!({"op": "fold", "start": start, "end": end, "keep": nums(keep)})
             }
             SurfaceOp::Reset { keep } => serde_json::json!({"op": "reset", "keep": nums(keep)}),
+            SurfaceOp::Mask { seq } => serde_json::json!({"op": "mask", "seq": seq}),
         }
     }
 

@@ -193,8 +193,23 @@ impl EventLog {
                     ev.kind()
                 )))
             }
+            (true, Some(SurfaceOp::Mask { seq: masked })) => self.check_mask(ev, seq, *masked),
             _ => Ok(()),
         }
+    }
+
+    /// A `mask` puts a tool result in the place of a tool result (docs/log-format.md).
+    fn check_mask(&self, ev: &Event, seq: u64, masked: u64) -> Result<()> {
+        let target = self.events.get(masked as usize).map(Event::kind);
+        if ev.kind() != "tool/result" || target != Some("tool/result") {
+            return Err(Error::invalid(format!(
+                "event #{seq}: surfaceOp mask puts a tool/result in the place of a tool/result \
+                 (this is {}, seq {masked} is {})",
+                ev.kind(),
+                target.unwrap_or("not an earlier event")
+            )));
+        }
+        Ok(())
     }
 
     /// Add a checked event whose surface op is already applied to `self.surface`.

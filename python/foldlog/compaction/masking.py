@@ -1,0 +1,100 @@
+"""Observation masking (the ``mask`` and ``hybrid`` strategies, docs/compaction.md): every tool
+result before the planner's tail is replaced on the surface by a stub naming the call, its size
+and its seq in the log; the calls stay. Each stub is a ``tool/result`` event with the surface op
+``{"op": "mask", "seq": S}`` (docs/log-format.md, "mask"): the core checks and replays it, and
+writes the stub's text (`foldlog._core.mask_stub`), so no rule is repeated here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from foldlog import _core
+from foldlog.compaction import planning
+from foldlog.log.frozen import thaw
+from foldlog.log.text import message_text
+
+if TYPE_CHECKING:
+    from foldlog.compaction.compactor import CompactionPreview
+    from foldlog.log.session import Session
+
+MASKED_PREFIX: str = _core.MASKED_PREFIX  # how the core recognises a masked result
+
+
+@dataclass(frozen=True, slots=True)
+class Masks:
+    """The mask events of one compaction and about how many tokens they save."""
+
+    events: tuple[dict[str, Any], ...]
+    saved: int
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+
+def _calls(messages: Sequence[Mapping[str, Any]], end: int) -> dict[str, tuple[str, str]]:
+    out: dict[str, tuple[str, str]] = {}
+    for m in messages[:end]:
+        for call in m.get("tool_calls") or ():
+            fn = call.get("function") or {}
+            args = fn.get("arguments")
+            out[str(call.get("id") or "")] = (
+                str(fn.get("name") or ""),
+                args if isinstance(args, str) else "",
+            )
+    return out
+
+
+def plan_masks(session: Session, planned: CompactionPreview, model: str | None, keep_errors: bool) -> Masks:
+    """The mask events for every tool result before the tail of ``planned`` that is not masked
+    or elided yet, whose stub is smaller than it, and (``keep_errors``: the ``errors`` keep
+    policy) that is not a failed call's result."""
+    messages = session.derive_messages()
+    tokens = planned.history.tokens()
+    _roles, _tokens, flags, _callers, _bytes = planned.history.columns()
+    tail = planned.plan.tail_start
+    calls = _calls(messages, tail)
+    tokenizer = session.tokenizer(model)
+    events: list[dict[str, Any]] = []
+    saved = 0
+    for i in range(tail):
+        m = messages[i]
+        if m.get("role") != "tool":
+            continue
+        text = message_text(m)
+        if text.startswith((MASKED_PREFIX, planning.ELIDED_PREFIX)):
+            continue
+        if keep_errors and (m.get("is_error") or flags[i] & _core.PLAN_ERROR_RESULT):
+            continue
+        seq = planned.seqs[i]
+        call_id = str(m.get("tool_call_id") or "")
+        name, args = calls.get(call_id, (str(m.get("name") or ""), ""))
+        stub = _core.mask_stub(name, args, int(tokens[i]), seq)
+        message: dict[str, Any] = {"role": "tool", "content": stub}
+        if call_id:
+            message["toolCallId"] = call_id
+        if name:
+            message["toolName"] = name
+        # an estimate of the stub's size, to skip results a stub would not shrink; the compactor
+        # counts the masked surface again, as the planner does
+        stub_tokens = int(tokenizer.count_message({"role": "tool", "tool_call_id": call_id, "content": stub}))
+        if stub_tokens >= tokens[i]:
+            continue  # a stub as large as the result saves nothing
+        saved += int(tokens[i]) - stub_tokens
+        data = thaw(session.events[seq]["data"])
+        record = {k: v for k, v in data.items() if k in ("turn", "step")}
+        record.update({"message": message, "masked": {"seq": seq, "tokens": int(tokens[i])}})
+        events.append(
+            {
+                "type": "tool/result",
+                "data": record,
+                "surfaceOp": {"op": "mask", "seq": seq},
+                "sourceEventSeqs": [seq],
+            }
+        )
+    return Masks(tuple(events), saved)
+
+
+__all__ = ["MASKED_PREFIX", "Masks", "plan_masks"]
