@@ -86,15 +86,16 @@ def _plausible_path(p: str) -> bool:
     )
 
 
-def _strings(value: Any) -> Iterator[str]:
+def json_strings(value: Any) -> Iterator[str]:
+    """Every string inside a decoded JSON value (arguments, results), in document order."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, Mapping):
         for v in value.values():
-            yield from _strings(v)
+            yield from json_strings(v)
     elif isinstance(value, list):
         for v in value:
-            yield from _strings(v)
+            yield from json_strings(v)
 
 
 def shell_text(value: Any) -> str | None:
@@ -181,7 +182,7 @@ def artifact_calls(name: str, args: Any) -> list[tuple[str, str]]:
             text = shell_text(args.get(key))
             if text is not None:
                 out += shell_files(text)
-    for text in _strings(args):
+    for text in json_strings(args):
         out += patch_files(text)
     return out
 

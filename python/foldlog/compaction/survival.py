@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from foldlog.compaction.call_paths import json_strings
 from foldlog.compaction.probes import DEFAULT_CAP, SCORED, Category, Probe, probes_for_plan
 from foldlog.errors import ConfigError
 from foldlog.log.text import message_text
@@ -49,21 +50,10 @@ def surface_text(messages: Iterable[Mapping[str, Any]]) -> str:
             if isinstance(raw, str):
                 parts.append(raw)
                 try:
-                    parts.extend(_strings(json.loads(raw)))
+                    parts.extend(json_strings(json.loads(raw)))
                 except ValueError:
                     pass
     return normalize("\n".join(parts))
-
-
-def _strings(value: Any) -> Iterable[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
 
 
 def present(answer: str, haystack: str) -> bool:
