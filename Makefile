@@ -46,7 +46,10 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 	$(PY) -m pip install -q --group bench
 	touch $(BENCH_STAMP)
 
-test-setup: $(LOCAL_STAMP) ## install what the tests need beyond the dev tools (the local model)
+# Debian's chromium for the viewer's browser tests (tests/viewer/): the script is a no-op when it
+# is installed, so it runs every time instead of keeping a stamp
+test-setup: $(LOCAL_STAMP) ## install what the tests need beyond the dev tools (the local model, chromium)
+	bash scripts/install-chromium.sh
 
 install: $(STAMP) build ## create .venv and install foldlog (editable, dev build) with its dev/test tools
 

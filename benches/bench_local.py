@@ -257,7 +257,7 @@ def summary(outcomes: list[Outcome]) -> dict[str, Any]:
 
 @pytest.mark.benchmark(group="B9")
 def test_b9_local_model_tasks(benchmark: Any) -> None:
-    from foldlog.providers.local import missing_local_modules
+    from foldlog.providers.local.provider import missing_local_modules
 
     if missing_local_modules():
         pytest.skip(f"the local model is not installed ({', '.join(missing_local_modules())})")

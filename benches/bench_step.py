@@ -29,7 +29,7 @@ from foldlog.agent.options import Options
 from foldlog.compaction import Compactor
 from foldlog.log.wire import ChunkedBody
 from foldlog.providers.base import Request
-from foldlog.providers.deepseek import DeepSeek
+from foldlog.providers.http.deepseek import DeepSeek
 from workloads import Workload
 
 MODEL = "deepseek-v4-flash"

@@ -38,24 +38,11 @@ STEPS = 20
 GROUP = "B10 open sessions"
 
 
-def history(s: Any, steps: int) -> None:
-    """A finished turn of ``steps`` steps: ``steps - 1`` tool calls with results, then an answer."""
-    s.append_event("turn/start", {"turn": 1})
-    s.add({"role": "user", "content": "Look at the workspace and report what you find."})
-    for k in range(steps - 1):
-        s.append_event("step/start", {"turn": 1, "step": k + 1})
-        call = {"id": f"h{k}", "type": "function", "function": {"name": "noop", "arguments": f'{{"i":{k}}}'}}
-        s.add({"role": "assistant", "content": "", "tool_calls": [call]})
-        s.add({"role": "tool", "tool_call_id": f"h{k}", "name": "noop", "content": f"result {k}: ok"})
-        s.append_event("step/end", {"turn": 1, "step": k + 1})
-    s.add({"role": "assistant", "content": "Everything is in order."})
-    s.append_event("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
-
-
 @pytest.mark.timeout(3600)
 def test_b10_open_sessions(benchmark: Any, mock_server: str) -> None:
     import foldlog
     from foldlog.providers import OpenAICompatible
+    from tests.support.history import noop_turn
 
     @foldlog.tool(read_only=True)
     async def noop(i: int) -> str:
@@ -68,7 +55,7 @@ def test_b10_open_sessions(benchmark: Any, mock_server: str) -> None:
     try:
         for i in range(SESSIONS):
             s = foldlog.Session.open(root / f"s{i}.jsonl", system="Use the tool.")
-            history(s, STEPS)
+            noop_turn(s, STEPS)
             s.release()  # flushes, then holds only the writer's lock
             sessions.append(s)
         log_bytes = sum((root / f"s{i}.jsonl").stat().st_size for i in range(min(SESSIONS, 100))) / min(
@@ -162,6 +149,7 @@ def test_b10_active_bytes_per_log_byte(benchmark: Any) -> None:
     timed) on a 20-step tool session as B10 holds them, on one whose tool results are 520 bytes
     of text, and on a session recorded from the whole corpus, each loaded from its log."""
     from foldlog import Session
+    from tests.support.history import noop_turn, read_file_history
     from workloads import build_log
 
     model = "deepseek-chat"
@@ -172,20 +160,8 @@ def test_b10_active_bytes_per_log_byte(benchmark: Any) -> None:
         return again
 
     small = Session(system="You are a careful agent.")
-    history(small, STEPS)
-    texts = Session(system="You are a careful assistant.")
-    texts.add({"role": "user", "content": "list the files and read them " * 3})
-    for k in range(STEPS):
-        call = {
-            "id": f"c{k}",
-            "type": "function",
-            "function": {"name": "read_file", "arguments": f'{{"n":{k}}}'},
-        }
-        texts.add({"role": "assistant", "content": "", "tool_calls": [call]})
-        texts.add(
-            {"role": "tool", "tool_call_id": f"c{k}", "name": "read_file", "content": "line of text\n" * 40}
-        )
-    texts.add({"role": "assistant", "content": "done"})
+    noop_turn(small, STEPS)
+    texts = read_file_history(STEPS)
     corpus = Session.load(build_log("active", min_bytes=1).path)
     corpus.model = model
     sides = {

@@ -16,7 +16,13 @@ import argparse
 import asyncio
 import json
 import sys
+import threading
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: the repo root
+
+from tests.support.http_server import Handler, LoopbackServer, Received, write_response
 
 MAX_BODY = 64 * 1024 * 1024
 MAX_CONNECTIONS = 4096
@@ -92,46 +98,14 @@ def response(request: dict[str, Any], steps: int) -> tuple[bytes, bytes]:
     return b"text/event-stream", b"".join(out)
 
 
-async def handle(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, steps: int, sem: asyncio.Semaphore
-) -> None:
-    async with sem:
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                lines = head.decode("latin-1").split("\r\n")
-                headers = {
-                    k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)
-                }
-                length = int(headers.get("content-length", "0"))
-                if length > MAX_BODY:
-                    writer.write(
-                        b"HTTP/1.1 413 Payload Too Large\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
-                    )
-                    break
-                body = await reader.readexactly(length) if length else b"{}"
-                ctype, payload = response(json.loads(body or b"{}"), steps)
-                writer.write(
-                    b"HTTP/1.1 200 OK\r\ncontent-type: %s\r\ncontent-length: %d\r\n\r\n%s"
-                    % (ctype, len(payload), payload)
-                )
-                await writer.drain()
-                if headers.get("connection", "").lower() == "close":
-                    break
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
-            pass
-        finally:
-            writer.close()
+def model(steps: int) -> Handler:
+    """The loopback server's handler: each request answered by :func:`response`."""
 
+    async def handle(req: Received, w: asyncio.StreamWriter) -> None:
+        ctype, payload = response(json.loads(req.body or b"{}"), steps)
+        await write_response(w, 200, payload, content_type=ctype.decode(), close=False)
 
-async def serve(steps: int, port: int = 0) -> None:
-    sem = asyncio.Semaphore(MAX_CONNECTIONS)
-    server = await asyncio.start_server(
-        lambda r, w: handle(r, w, steps, sem), "127.0.0.1", port, limit=MAX_BODY, backlog=MAX_CONNECTIONS
-    )
-    print(server.sockets[0].getsockname()[1], flush=True)
-    async with server:
-        await server.serve_forever()
+    return handle
 
 
 def main() -> None:
@@ -139,10 +113,21 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--port", type=int, default=0)
     args = ap.parse_args()
-    try:
-        asyncio.run(serve(args.steps, args.port))
-    except KeyboardInterrupt:
-        sys.exit(0)
+    server = LoopbackServer(
+        model(args.steps),
+        record=False,
+        keep_alive=True,
+        max_body=MAX_BODY,
+        max_connections=MAX_CONNECTIONS,
+        backlog=MAX_CONNECTIONS,
+        port=args.port,
+    )
+    with server:
+        print(server.port, flush=True)
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            sys.exit(0)
 
 
 if __name__ == "__main__":

@@ -16,8 +16,8 @@ from typing import Any
 
 from foldlog.providers import DeepSeek, LocalLlama, Request, collect
 from foldlog.providers.collect import Completion
-from foldlog.providers.gemma_chat import EXAMPLES
-from foldlog.providers.openai_compat import OpenAICompatible
+from foldlog.providers.http.openai_compat import OpenAICompatible
+from foldlog.providers.local.gemma_chat import EXAMPLES
 
 WEATHER_TOOL = {
     "type": "function",

@@ -20,4 +20,4 @@ if ! "$PY" -c "$check" 2>/dev/null; then
     CMAKE_ARGS="${CMAKE_ARGS:-$default_args}" "$PY" -m pip install -q "${reqs[@]}"
     "$PY" -c "$check"
 fi
-"$PY" -c 'from foldlog.providers.local import default_model_path; print("local model:", default_model_path())'
+"$PY" -c 'from foldlog.providers.local.provider import default_model_path; print("local model:", default_model_path())'

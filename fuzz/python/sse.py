@@ -5,7 +5,7 @@ escape (e.g. a bound on line length: an input that trips it is not compared)."""
 from __future__ import annotations
 
 from foldlog.errors import FoldlogError
-from foldlog.providers.sse import SSEDecoder, SSEEvent
+from foldlog.providers.http.sse import SSEDecoder, SSEEvent
 
 
 def decode(pieces: list[bytes]) -> list[SSEEvent]:

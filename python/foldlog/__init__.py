@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from foldlog._lazy import by_module, lazy_attributes
 from foldlog.errors import (
     APIError,
+    ApprovalRequired,
     AuthError,
     BudgetExceeded,
     CompactionError,
@@ -22,6 +23,7 @@ from foldlog.errors import (
     InvalidHookError,
     MaxStepsExceeded,
     MCPError,
+    NoUnfinishedTurnError,
     OutputValidationError,
     ProviderError,
     ProviderTimeout,
@@ -73,6 +75,7 @@ __getattr__, __dir__ = lazy_attributes(globals(), _LAZY)
 __all__ = [
     "APIError",
     "Agent",
+    "ApprovalRequired",
     "AuthError",
     "BudgetExceeded",
     "CompactionError",
@@ -89,6 +92,7 @@ __all__ = [
     "MCPError",
     "MCPServer",
     "MaxStepsExceeded",
+    "NoUnfinishedTurnError",
     "OpenAI",
     "OpenAICompatible",
     "Options",

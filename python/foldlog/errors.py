@@ -77,7 +77,7 @@ class ForkError(FoldlogError, ValueError):
 
 class UnknownSeqError(FoldlogError, IndexError):
     """A seq the log does not hold: a stream asked to resume after an event that does not exist
-    (`Session.events_since`, `Session.subscribe(after_seq=…)`)."""
+    (`session.stream.events_since`, `session.stream.subscribe(after_seq=…)`)."""
 
 
 class ParentLogError(StorageError):
@@ -133,6 +133,27 @@ class BudgetExceeded(FoldlogError):
 
 class RunCancelled(FoldlogError):
     """``Agent.cancel()`` (or task cancellation) stopped the running turn."""
+
+
+class ApprovalRequired(FoldlogError):
+    """The turn paused for a person's approval (docs/durable-runs.md): it ended with reason
+    ``approval``. ``calls``: the calls waiting, each ``{"id", "name", "arguments"}`` (arguments as
+    the model's JSON text); answer them with `Session.approve` / `Session.deny` (or ``foldlog
+    approve``), then `Agent.resume()`."""
+
+    def __init__(self, message: str, *, calls: list[dict[str, str]]) -> None:
+        super().__init__(message)
+        self.calls = [dict(c) for c in calls]
+
+
+class NoUnfinishedTurnError(FoldlogError, ValueError):
+    """``Agent.resume()``: the session has no turn to continue (its last turn ended, or it has
+    none)."""
+
+
+class ApprovalStateError(FoldlogError, ValueError):
+    """``Session.approve`` / ``Session.deny``: the call is not waiting for an answer (unknown,
+    already answered, or the session is not paused for approval)."""
 
 
 class AgentBusyError(FoldlogError, RuntimeError):
@@ -278,6 +299,8 @@ class ConfigTypeError(ConfigError, TypeError):
 __all__ = [
     "APIError",
     "AgentBusyError",
+    "ApprovalRequired",
+    "ApprovalStateError",
     "AuthError",
     "BudgetExceeded",
     "CompactionError",
@@ -297,6 +320,7 @@ __all__ = [
     "MCPError",
     "MaxStepsExceeded",
     "MessageIndexError",
+    "NoUnfinishedTurnError",
     "NotALogError",
     "NothingToRunError",
     "OutputExistsError",

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from foldlog.errors import ConfigTypeError
 
 if TYPE_CHECKING:
-    from foldlog.providers.base import Usage as ProviderUsage
+    from foldlog.log.grammar.types import Usage as ProviderUsage
 
 UsageSource = Literal["executor", "compaction", "subagent"]
 

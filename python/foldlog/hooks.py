@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from foldlog.errors import ConfigTypeError, HookError, HookRefused, InvalidEventError, InvalidHookError
 from foldlog.tools.host import ToolContext, ToolOutcome
 
 if TYPE_CHECKING:
-    from foldlog.agent.loop import Agent
-    from foldlog.providers.base import Request, ToolCall
+    from foldlog.log.grammar.types import ToolCall
+    from foldlog.log.session import Session
+    from foldlog.providers.base import Request
     from foldlog.tools.host import ToolHost
 
 T = TypeVar("T")
@@ -140,9 +141,43 @@ RAISE: Literal["raise"] = "raise"
 # --- contexts --------------------------------------------------------------------------------
 
 
+class HookAgent(Protocol):
+    """The agent as its hooks see it, in their contexts' ``agent`` (a `foldlog.Agent` is one):
+    its session and model, its hooks, the inbox, the sink and cancellation. A protocol, so that
+    this module — vocabulary every layer imports, the agent and the tools included — never names
+    the agent's class (no import cycle, not even a typing one: tests/api/test_typing_cycles.py)."""
+
+    @property
+    def session(self) -> Session: ...
+
+    @property
+    def model(self) -> str | None: ...
+
+    @property
+    def hooks(self) -> Hooks: ...
+
+    @property
+    def running(self) -> bool: ...
+
+    def emit(self, event: Any) -> None:
+        """Send a UI event (a :mod:`foldlog.events` dataclass) to the agent's sink."""
+
+    def followup(self, message: str | Mapping[str, Any]) -> None:
+        """Queue a new turn (wakes the loop)."""
+
+    def steer(self, message: str | Mapping[str, Any]) -> None:
+        """Join the next step of the running turn (wakes the loop; continues a finishing turn)."""
+
+    def inject(self, message: str | Mapping[str, Any]) -> None:
+        """Join the next step, whenever that is (does not wake the loop)."""
+
+    def cancel(self) -> bool:
+        """Stop the running turn (``run`` raises :class:`foldlog.RunCancelled`)."""
+
+
 @dataclass(slots=True)
 class PreStepContext:
-    agent: Agent
+    agent: HookAgent
     turn: int
     step: int
     messages: list[dict[str, Any]]
@@ -153,7 +188,7 @@ class RequestContext:
     """``params`` (model, temperature, max_tokens, and extra provider params) may be changed;
     ``messages`` is a read-only view: requests always carry the session's messages."""
 
-    agent: Agent
+    agent: HookAgent
     turn: int
     step: int
     messages: Sequence[Any]
@@ -162,7 +197,7 @@ class RequestContext:
 
 @dataclass(slots=True)
 class RequestErrorContext:
-    agent: Agent
+    agent: HookAgent
     turn: int
     step: int
     error: BaseException
@@ -171,7 +206,7 @@ class RequestErrorContext:
 
 @dataclass(slots=True)
 class TurnStoppingContext:
-    agent: Agent
+    agent: HookAgent
     turn: int
     answer: str
 
@@ -187,7 +222,7 @@ class PostExecuteContext:
 class StreamContext:
     """``purpose``: ``"step"`` (the agent's own request) or ``"compaction"`` (a summary call)."""
 
-    agent: Agent
+    agent: HookAgent
     request: Request
     purpose: Literal["step", "compaction"] = "step"
 
@@ -414,6 +449,7 @@ __all__ = [
     "Block",
     "Deny",
     "Enter",
+    "HookAgent",
     "HookRefused",
     "Hooks",
     "PostExecuteContext",

@@ -1,5 +1,5 @@
 """Load under faults: 1,000 concurrent agent sessions in one process, each an `Agent` over its own
-file-backed `Session`, against a loopback OpenAI-compatible server that injects faults at random
+file-backed `Session`, against the loopback server, scripted to inject faults at random
 (500 and 429 answers, streams cut mid-answer, malformed chunks, stalls) while about one turn in ten
 is cancelled at a random moment.
 
@@ -33,9 +33,10 @@ from foldlog import Session
 from foldlog.agent import Agent
 from foldlog.agent.options import Options
 from foldlog.errors import MaxStepsExceeded, ProviderError, RunCancelled
-from foldlog.providers.openai_compat import OpenAICompatible
-from foldlog.providers.retry import RetryPolicy
+from foldlog.providers.http.openai_compat import OpenAICompatible
+from foldlog.providers.http.retry import RetryPolicy
 from foldlog.tools.registry import tool
+from tests.support.http_server import LoopbackServer, Received, write_response
 
 SESSIONS = int(os.environ.get("FOLDLOG_LOAD_SESSIONS", "1000"))
 SECONDS = float(os.environ.get("FOLDLOG_LOAD_SECONDS", "5"))
@@ -72,30 +73,15 @@ def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
 
 
 @dataclass
-class FaultyServer:
-    """A loopback chat-completions server. The fault a request gets is drawn from a generator
-    seeded by (seed, session tag, request number of that session), so each session sees the same
-    faults whatever the scheduling."""
+class FaultScript:
+    """The loopback server's chat-completions handler. The fault a request gets is drawn from a
+    generator seeded by (seed, session tag, request number of that session), so each session sees
+    the same faults whatever the scheduling."""
 
     seed: int
     faults: Counter[str] = field(default_factory=Counter)
     requests: int = 0
     per_tag: Counter[str] = field(default_factory=Counter)
-    port: int = 0
-    _server: asyncio.Server | None = None
-    _tasks: set[asyncio.Task[None]] = field(default_factory=set)
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, backlog=4096)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def stop(self) -> None:
-        assert self._server is not None
-        self._server.close()
-        for t in list(self._tasks):
-            t.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self._server.wait_closed()
 
     def _fault(self, tag: str) -> str:
         n = self.per_tag[tag]
@@ -104,53 +90,35 @@ class FaultyServer:
         kinds = [*FAULTS, "good"]
         return rng.choices(kinds, weights=[*FAULTS.values(), GOOD])[0]
 
-    async def _serve(self, reader: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        try:
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = 0
-            for line in head.decode("latin-1").split("\r\n"):
-                if line.lower().startswith("content-length:"):
-                    length = int(line.split(":", 1)[1])
-            body = json.loads(await reader.readexactly(length))
-            self.requests += 1
-            msgs = body["messages"]
-            tag = next(str(m["content"]) for m in msgs if m["role"] == "user").split()[0]
-            fault = self._fault(tag)
-            self.faults[fault] += 1
-            if fault in ("http-500", "http-429"):
-                code = 500 if fault == "http-500" else 429
-                extra = "Retry-After: 0\r\n" if code == 429 else ""
-                data = b'{"error":{"message":"injected"}}'
-                w.write(
-                    f"HTTP/1.1 {code} X\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n"
-                    f"Connection: close\r\n{extra}\r\n".encode()
-                    + data
-                )
-                await w.drain()
-                return
-            w.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
-            chunks = self._answer(msgs)
-            if fault == "stall":
-                w.write(b"".join(chunks[: len(chunks) // 2]))
-                await w.drain()
-                # hold the connection open and silent until the client's watchdog gives up
-                await asyncio.wait_for(reader.read(1), timeout=10 * STALL_TIMEOUT)
-                return
-            if fault == "cut":
-                chunks = chunks[: len(chunks) // 2]
-            elif fault == "malformed":
-                chunks.insert(len(chunks) // 2, b'data: {"choices":[{"delta":{"content":"x\n\n')
-            for c in chunks:
-                w.write(c)
-                await w.drain()
-        except (ConnectionError, asyncio.IncompleteReadError, TimeoutError):
-            pass
-        finally:
-            w.close()
-            self._tasks.discard(task)
+    async def __call__(self, req: Received, w: asyncio.StreamWriter) -> None:
+        self.requests += 1
+        msgs = req.json()["messages"]
+        tag = next(str(m["content"]) for m in msgs if m["role"] == "user").split()[0]
+        fault = self._fault(tag)
+        self.faults[fault] += 1
+        if fault in ("http-500", "http-429"):
+            code = 500 if fault == "http-500" else 429
+            retry_after = {"Retry-After": "0"} if code == 429 else None
+            await write_response(w, code, b'{"error":{"message":"injected"}}', retry_after)
+            return
+        w.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
+        chunks = self._answer(msgs)
+        if fault == "stall":
+            w.write(b"".join(chunks[: len(chunks) // 2]))
+            await w.drain()
+            # hold the connection open and silent until the client's watchdog gives up
+            try:
+                await asyncio.wait_for(req.client_gone(), timeout=10 * STALL_TIMEOUT)
+            except TimeoutError:
+                pass
+            return
+        if fault == "cut":
+            chunks = chunks[: len(chunks) // 2]
+        elif fault == "malformed":
+            chunks.insert(len(chunks) // 2, b'data: {"choices":[{"delta":{"content":"x\n\n')
+        for c in chunks:
+            w.write(c)
+            await w.drain()
 
     @staticmethod
     def _answer(msgs: list[dict[str, Any]]) -> list[bytes]:
@@ -233,17 +201,22 @@ async def _slot(
             return
 
 
-async def _load(folder: Path) -> tuple[Tally, FaultyServer, dict[str, float]]:
+async def _load(folder: Path) -> tuple[Tally, FaultScript, dict[str, float]]:
+    script = FaultScript(SEED)
+    async with LoopbackServer(script, record=False, backlog=4096) as server:
+        tally, figures = await _drive(folder, server.base_url)
+    return tally, script, figures
+
+
+async def _drive(folder: Path, base_url: str) -> tuple[Tally, dict[str, float]]:
     import httpx
 
-    server = FaultyServer(SEED)
-    await server.start()
     # one provider for every session, as a host would run it; its pool sized for the load
     transport = httpx.AsyncHTTPTransport(
         limits=httpx.Limits(max_connections=SESSIONS, max_keepalive_connections=0)
     )
     provider = OpenAICompatible(
-        f"http://127.0.0.1:{server.port}/v1",
+        base_url,
         "sk-load",
         "mock",
         timeout=60,
@@ -276,11 +249,10 @@ async def _load(folder: Path) -> tuple[Tally, FaultyServer, dict[str, float]]:
     finally:
         sampler.cancel()
         await provider.aclose()
-        await server.stop()
     elapsed = time.monotonic() - t0
     gc.collect()
     figures = {"elapsed": elapsed, "rss0": rss0, "peak": max(peak, _rss()), "rss_end": _rss()}
-    return tally, server, figures
+    return tally, figures
 
 
 def _raise_fd_limit(need: int) -> None:
@@ -295,7 +267,7 @@ def test_concurrent_sessions_under_faults(tmp_path: Path) -> None:
     # each session holds its log and its lock open, each request a socket at both ends
     _raise_fd_limit(SESSIONS * 5 + 256)
     folder = tmp_path / "sessions"
-    tally, server, fig = asyncio.run(_load(folder))
+    tally, script, fig = asyncio.run(_load(folder))
 
     # every log loads as it is, its turns closed, and is sent exactly as it derives
     steps = needs_repair = open_turns = wire_changed = 0
@@ -311,8 +283,8 @@ def test_concurrent_sessions_under_faults(tmp_path: Path) -> None:
     print(
         f"\nload: {SESSIONS} concurrent sessions for {SECONDS:g} s (seed {SEED}), "
         f"{fig['elapsed']:.1f} s in all\n"
-        f"  sessions {tally.sessions}, turns {tally.turns}, steps {steps}, requests {server.requests}\n"
-        f"  faults injected: {dict(sorted((k, v) for k, v in server.faults.items() if k != 'good'))}\n"
+        f"  sessions {tally.sessions}, turns {tally.turns}, steps {steps}, requests {script.requests}\n"
+        f"  faults injected: {dict(sorted((k, v) for k, v in script.faults.items() if k != 'good'))}\n"
         f"  cancellations {tally.cancels}; outcomes {dict(tally.outcomes)}\n"
         f"  logs {len(files)}: needing repair {needs_repair}, open turns {open_turns}, "
         f"send normalizer changed {wire_changed}\n"
@@ -325,5 +297,5 @@ def test_concurrent_sessions_under_faults(tmp_path: Path) -> None:
     assert needs_repair == 0 and open_turns == 0 and wire_changed == 0
     assert growth < SESSIONS * RSS_PER_SESSION, f"RSS grew {growth / 2**20:.0f} MiB"
     # the run exercised what it claims to
-    assert all(server.faults[k] > 0 for k in FAULTS), server.faults
+    assert all(script.faults[k] > 0 for k in FAULTS), script.faults
     assert tally.cancels > 0 and tally.outcomes["answer"] > 0

@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
@@ -95,8 +96,10 @@ def test_flush_before_each_request_and_after_each_tool_batch(session: Session) -
 
     agent = Agent(Scripted([r(reply("", call("mark"))), r(reply("done"))]), [mark], session)
     agent.run_sync("go")
-    assert log[:4] == ["flush", "request", "tool", "flush"]
-    assert log[4:6] == ["flush", "request"]
+    # write-ahead (docs/durable-runs.md): a tool that is not read_only runs only after its call is
+    # stored, and its result is stored as soon as it is final (then the batch's own flush)
+    assert log[:6] == ["flush", "request", "flush", "tool", "flush", "flush"]
+    assert log[6:8] == ["flush", "request"]
 
 
 def test_debug_invariant_mode(session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -338,7 +341,7 @@ def test_usage_event_has_cache_rate_and_cost(session: Session) -> None:
     from foldlog.events import Reasoning
 
     class Priced(Scripted):  # a provider's own prices (foldlog.cost prices the reply with them)
-        prices: ClassVar[dict[str, Price]] = {"scripted": Price(input=2.0, output=4.0, cache_read=1.0)}
+        prices: Mapping[str, Price] = {"scripted": Price(input=2.0, output=4.0, cache_read=1.0)}
 
     events: list[Any] = []
     usage = {"prompt_tokens": 200, "completion_tokens": 5, "cache_hit_tokens": 150}

@@ -17,11 +17,12 @@ from pydantic import BaseModel
 from foldlog import Agent, Options, OutputValidationError, Session, tool
 from foldlog.agent.output import OutputSpec
 from foldlog.errors import ConfigError
-from foldlog.providers.openai_compat import OpenAICompatible
+from foldlog.providers.http.openai_compat import OpenAICompatible
 from foldlog.providers.scripted import Scripted
-from tests.providers.prov_loopback import Loopback, corpus, sse
+from tests.conftest import SHARED
+from tests.support.http_server import LoopbackServer, sse
 
-OPENAI_PY = corpus("openai-python-snapshots")
+OPENAI_PY = SHARED.joinpath("corpus", "openai-python-snapshots")
 PARSED_MODEL = OPENAI_PY / "7e5ea4d12e7cc064399b6631415e65923f182256b6e6b752950a3aaa2ad2320a.sse"
 REFUSAL = OPENAI_PY / "173417d553406f034f643e5db3f8d591fb691ebac56f5ae39a22cc7d455c5353.sse"
 
@@ -154,7 +155,7 @@ def test_native_mode_sends_the_schema_and_retries_a_reply_that_does_not_validate
 
 def _replay(path: Path, output_type: Any, **options: Any) -> tuple[Any, list[Any]]:
     async def go() -> tuple[Any, list[Any]]:
-        async with Loopback([sse(path.read_bytes(), piece=97)]) as srv:
+        async with LoopbackServer([sse(path.read_bytes(), piece=97)]) as srv:
             provider = OpenAICompatible(
                 srv.base_url, "k", "gpt-4o-2024-08-06", structured_output=True, max_retries=0
             )

@@ -11,16 +11,14 @@ cannot pass by accident.
 from __future__ import annotations
 
 import asyncio
-import http.server
 import json
 import logging
 import os
 import stat
 import subprocess
 import sys
-import threading
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,96 +27,40 @@ import pytest
 from foldlog import Session
 from foldlog.agent import Agent
 from foldlog.errors import AuthError
-from foldlog.providers.openai_compat import OpenAICompatible
-from foldlog.providers.retry import RetryPolicy
+from foldlog.providers.http.openai_compat import OpenAICompatible
+from foldlog.providers.http.retry import RetryPolicy
 from foldlog.stores import FileStore
 from foldlog.tools.builtin import builtin_tools, scrubbed_env
 from foldlog.tools.host import ToolLimits
 from foldlog.tools.runner import ToolRunner
+from tests.support.chat_server import ChatServer
+from tests.support.http_server import LoopbackServer, Received
 
 KEY = "sk-fl-PRIVACY-7f3c9e1d2b4a"
 BEARER = f"Bearer {KEY}"
 
 
-class EchoingServer:
-    """Serves a script of replies; error bodies may quote the credentials the request carried."""
+def _quoting(template: str) -> Callable[[Received], str]:
+    """An error body that quotes the credentials its request carried, as real endpoints do."""
 
-    def __init__(self, replies: list[dict[str, Any]]) -> None:
-        self.replies = list(replies)
-        self.auth: list[str] = []
-        outer = self
+    def body(req: Received) -> str:
+        auth = req.headers.get("authorization", "")
+        token = auth.split()[-1] if auth else ""
+        return json.dumps({"error": {"message": template.format(token=token, auth=auth)}})
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *a: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers["Content-Length"]))
-                auth = self.headers.get("Authorization", "")
-                outer.auth.append(auth)
-                reply = outer.replies.pop(0) if len(outer.replies) > 1 else outer.replies[0]
-                if "status" in reply:
-                    token = auth.split()[-1] if auth else ""
-                    body = json.dumps(
-                        {"error": {"message": reply["body"].format(token=token, auth=auth)}}
-                    ).encode()
-                    self.send_response(reply["status"])
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-                    return
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.end_headers()
-                for chunk in _chunks(reply):
-                    self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-                self.wfile.write(b"data: [DONE]\n\n")
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    return body
 
 
-def _chunks(reply: dict[str, Any]) -> list[dict[str, Any]]:
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {
-            "id": "c",
-            "object": "chat.completion.chunk",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        }
-
-    out = [chunk({"role": "assistant", "content": ""})]
-    text = reply.get("content", "")
-    out += [chunk({"content": text[i : i + 5]}) for i in range(0, len(text), 5)]
-    for i, (cid, name, args) in enumerate(reply.get("tool_calls", [])):
-        out.append(
-            chunk(
-                {
-                    "tool_calls": [
-                        {
-                            "index": i,
-                            "id": cid,
-                            "type": "function",
-                            "function": {"name": name, "arguments": args},
-                        }
-                    ]
-                }
-            )
-        )
-    out.append(chunk({}, "tool_calls" if reply.get("tool_calls") else "stop"))
-    return out
+def _auth(server: LoopbackServer) -> list[str]:
+    """The Authorization header of each request the server got."""
+    return [r.headers.get("authorization", "") for r in server.requests]
 
 
-REPLY_5XX = {"status": 503, "body": "overloaded (request from key {token})"}
-REPLY_401 = {"status": 401, "body": "Incorrect API key provided: {token}. You sent 'Authorization: {auth}'."}
+REPLY_5XX = {"status": 503, "body": _quoting("overloaded (request from key {token})")}
+REPLY_401 = {
+    "status": 401,
+    "body": _quoting("Incorrect API key provided: {token}. You sent 'Authorization: {auth}'."),
+}
 
 
 @pytest.fixture
@@ -149,14 +91,14 @@ def test_an_agent_run_never_shows_the_key(
     tmp_path: Path, workspace: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
 ) -> None:
     caplog.set_level(logging.DEBUG)  # every logger, httpx and httpcore included
-    server = EchoingServer(
+    server = ChatServer(
         [
             REPLY_5XX,  # retried
             {"content": "Let me look.", "tool_calls": [("call_1", "read_file", '{"path": "hello.txt"}')]},
             {"content": "The word is pumpkin."},
             REPLY_401,  # the second run: refused, never retried
         ]
-    )
+    ).start()
     events: list[Any] = []
     errors: list[BaseException] = []
     store = FileStore(tmp_path / "home" / "sessions")
@@ -178,7 +120,7 @@ def test_an_agent_run_never_shows_the_key(
         session.close()
     finally:
         server.close()
-    assert server.auth == [BEARER] * 4, "the key was sent as the Authorization header on every request"
+    assert _auth(server) == [BEARER] * 4, "the key was sent as the Authorization header on every request"
     assert len(errors) == 1
     err = errors[0]
     assert "401" in str(err)
@@ -226,7 +168,7 @@ def _cli(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_cli_run_command_never_shows_the_key(tmp_path: Path, workspace: Path) -> None:
-    server = EchoingServer(
+    server = ChatServer(
         [
             REPLY_5XX,
             # bash prints its whole environment: the key is in foldlog's, it must not be in the tool's
@@ -238,7 +180,7 @@ def test_the_cli_run_command_never_shows_the_key(tmp_path: Path, workspace: Path
             {"content": "pumpkin"},
             REPLY_401,
         ]
-    )
+    ).start()
     home = tmp_path / "home"
     agent_args = ["--provider", "openai-compatible", "--base-url", server.base_url, "--model", "m"]
     agent_args += ["--workspace", str(workspace)]
@@ -249,7 +191,7 @@ def test_the_cli_run_command_never_shows_the_key(tmp_path: Path, workspace: Path
         server.close()
     assert ok.returncode == 0, ok.stderr
     assert refused.returncode == 1 and "401" in refused.stderr
-    assert server.auth == [BEARER] * 5
+    assert _auth(server) == [BEARER] * 5
     result = json.loads(ok.stdout.splitlines()[-1])
     assert result["answer"] == "pumpkin"
     session = Session.load(result["path"])
@@ -287,7 +229,7 @@ def test_saved_and_imported_logs_are_private(tmp_path: Path) -> None:
 
 def _run_tool(root: Path, name: str, args: dict[str, Any], **opts: bool) -> tuple[str, bool]:
     from foldlog import ToolRegistry
-    from foldlog.providers.base import ToolCall
+    from foldlog.log.grammar.types import ToolCall
 
     runner = ToolRunner(
         ToolRegistry(builtin_tools(root, **opts)),

@@ -16,9 +16,10 @@ import pytest
 from foldlog import Agent, MaxStepsExceeded, Options, Session
 from foldlog.errors import InvalidEventError
 from foldlog.providers import Scripted
-from foldlog.providers.openai_compat import OpenAICompatible
+from foldlog.providers.http.openai_compat import OpenAICompatible
 from tests.agent.agent_helpers import of_type, reply
-from tests.providers.prov_loopback import Loopback, chunk_obj, sse, sse_lines
+from tests.support.chat_server import chunk_obj, sse_lines
+from tests.support.http_server import LoopbackServer, sse
 
 USAGE = {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}
 
@@ -85,7 +86,7 @@ def _run_stream(payloads: list[bytes], prompts: list[str], session: Session) -> 
     (one per request, three bytes per write)."""
 
     async def go() -> list[str]:
-        async with Loopback([sse(p, piece=3) for p in payloads]) as srv:
+        async with LoopbackServer([sse(p, piece=3) for p in payloads]) as srv:
             provider = OpenAICompatible(srv.base_url, "k", "gpt-4o-mini", max_retries=0)
             try:
                 agent = Agent(provider, [], session)

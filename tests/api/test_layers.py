@@ -19,20 +19,24 @@ RANK = {
     "events": 0,
     "hooks": 0,
     "tools.host": 0,
+    "log.grammar.kinds": 0,  # the event types' names: imported by the stores' byte scanners too
+    "log.grammar.types": 0,  # ToolCall, Usage, FinishReason: the conversation's shared types
     "stores": 1,
     "log": 2,
     "providers": 3,
     "tools": 3,
     "compaction": 3,
-    "cost": 3,  # prices and spending: reads usage (providers.base) and logs
+    "cost": 3,  # prices and spending: reads usage (log.grammar.types) and logs
     "mcp": 3,  # MCP servers as toolsets, beside tools/ (which it uses)
-    "agent": 4,
-    "interchange": 5,
-    "telemetry": 5,  # spans from a session's events, live (an agent) or replayed
-    "batch": 6,
-    "cli": 7,
-    "__main__": 8,
-    "": 8,  # foldlog/__init__.py: the public API, above everything
+    # foreign transcripts in and sessions out: written through the log's grammar
+    # (foldlog.log.grammar), not the agent; exports price with cost/ and write Anthropic blocks
+    "interchange": 4,
+    "agent": 5,
+    "telemetry": 6,  # spans from a session's events: live it watches an Agent (telemetry/live.py)
+    "batch": 7,
+    "cli": 8,
+    "__main__": 9,
+    "": 9,  # foldlog/__init__.py: the public API, above everything
 }
 
 
@@ -40,6 +44,8 @@ def _layer(module: str) -> str:
     parts = module.split(".")[1:]
     if parts[:2] == ["tools", "host"]:
         return "tools.host"
+    if parts[:2] == ["log", "grammar"] and parts[2:3] in (["kinds"], ["types"]):
+        return f"log.grammar.{parts[2]}"
     return parts[0] if parts else ""
 
 

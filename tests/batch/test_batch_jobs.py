@@ -18,6 +18,7 @@ from foldlog.compaction import Compactor
 from foldlog.compaction.summary import NoSummary
 from foldlog.errors import ConfigError
 from foldlog.interchange.exports import export
+from foldlog.log.stats import log_stats
 from tests.batch.conftest import GRID, corpus_root
 
 
@@ -29,7 +30,7 @@ def test_stats_row_is_the_session_api(corpus_logs: Path) -> None:
     for path in _largest(corpus_logs):
         (row,) = run_item(JobSpec("stats"), Item(str(path), "log", str(path)))
         s = Session.load(path)
-        stats = s.stats()
+        stats = log_stats(s)
         assert row["error"] is None and row["session"] == s.id
         assert (row["events"], row["turns"], row["steps"]) == (
             stats["events"],
@@ -59,7 +60,7 @@ def test_stats_prices_usage_at_the_given_model(corpus_logs: Path) -> None:
 
 def test_usage_cost_is_the_cost_layers_price() -> None:
     from foldlog.cost.prices import price_request
-    from foldlog.providers.base import Usage
+    from foldlog.log.grammar.types import Usage
 
     usage = {"promptTokens": 1_500, "cacheHitTokens": 1_000, "cacheMissTokens": 500, "completionTokens": 200}
     expected = price_request(
@@ -154,7 +155,7 @@ def test_import_writes_the_logs_the_importer_records(tmp_path: Path) -> None:
         (conv,) = convert("codex", row["source"])
         loaded = Session.load(row["path"])
         assert len(loaded.events) - int(loaded.repair_report.get("events_added", 0)) == len(conv.events)
-        assert row["events"] == loaded.stats()["events"]
+        assert row["events"] == log_stats(loaded)["events"]
     assert (tmp_path / "logs" / ".foldlog-batch" / "import.csv").exists()
     again = run_batch(
         "import", [str(src / "*.jsonl")], from_format="codex", out=tmp_path / "logs", engine="serial"

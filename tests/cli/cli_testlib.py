@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.http_server import LoopbackServer
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -276,124 +278,10 @@ def run_cli(
     )
 
 
-# --- a loopback OpenAI-compatible server with scripted replies -----------------------------
+# --- the flags of a run against the loopback chat server ------------------------------------
 
 
-class FakeOpenAI:
-    """Serves ``/v1/chat/completions`` from a list of replies; keeps every request body.
-
-    A reply is ``{"content": str, "tool_calls": [(id, name, arguments)], "usage": {...}}`` or
-    ``{"status": 401, "body": "..."}``; ``"delay": s`` waits before answering, ``"stall": s``
-    after the text, before the end of the stream. When the list runs out the last reply repeats.
-    """
-
-    def __init__(self, replies: list[dict[str, Any]]) -> None:
-        import http.server
-        import threading
-
-        self.replies = list(replies)
-        self.requests: list[dict[str, Any]] = []
-        self.stalled = False  # a reply with "stall": its text was sent, its end held back
-        outer = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *a: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.requests.append(body)
-                reply = outer.replies.pop(0) if len(outer.replies) > 1 else outer.replies[0]
-                if reply.get("delay"):  # a model that takes its time (to cancel it meanwhile)
-                    import time
-
-                    time.sleep(float(reply["delay"]))
-                if "status" in reply:
-                    data = reply.get("body", '{"error":{"message":"nope"}}').encode()
-                    self.send_response(reply["status"])
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                    return
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.end_headers()
-                for chunk in outer.chunks(reply, body.get("model", "fake")):
-                    if reply.get("stall") and chunk["choices"][0]["finish_reason"]:
-                        # the text so far reaches the client, then the model stalls (to stop it
-                        # mid-stream); `stalled` tells the test it may
-                        import time
-
-                        self.wfile.flush()
-                        outer.stalled = True
-                        time.sleep(float(reply["stall"]))
-                    self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-                self.wfile.write(b"data: [DONE]\n\n")
-                self.wfile.flush()
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    @staticmethod
-    def chunks(reply: dict[str, Any], model: str) -> list[dict[str, Any]]:
-        def chunk(delta: dict[str, Any], finish: str | None = None, usage: Any = None) -> dict[str, Any]:
-            c: dict[str, Any] = {
-                "id": "chatcmpl-fake",
-                "object": "chat.completion.chunk",
-                "created": 1,
-                "model": model,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-            }
-            if usage is not None:
-                c["usage"] = usage
-            return c
-
-        out = [chunk({"role": "assistant", "content": ""})]
-        text = reply.get("content", "")
-        for i in range(0, len(text), 7):
-            out.append(chunk({"content": text[i : i + 7]}))
-        calls = reply.get("tool_calls", [])
-        for index, (call_id, name, args) in enumerate(calls):
-            out.append(
-                chunk(
-                    {
-                        "tool_calls": [
-                            {
-                                "index": index,
-                                "id": call_id,
-                                "type": "function",
-                                "function": {"name": name, "arguments": ""},
-                            }
-                        ]
-                    }
-                )
-            )
-            out.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": args}}]}))
-        usage = reply.get(
-            "usage",
-            {
-                "prompt_tokens": 100,
-                "completion_tokens": 10,
-                "total_tokens": 110,
-                "prompt_cache_hit_tokens": 60,
-                "prompt_cache_miss_tokens": 40,
-            },
-        )
-        out.append(chunk({}, "tool_calls" if calls else "stop", usage))
-        return out
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-def fake_agent_args(server: FakeOpenAI, workspace: Path) -> list[str]:
+def fake_agent_args(server: LoopbackServer, workspace: Path) -> list[str]:
     """The flags of a `foldlog run` / `chat` against `server` in `workspace`."""
     return [
         "--provider",

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from foldlog.log.session import Session
-from tests.cli.cli_testlib import FakeOpenAI, fake_agent_args, run_cli
+from tests.cli.cli_testlib import fake_agent_args, run_cli
+from tests.support.chat_server import ChatServer
 
 USAGE = {
     "prompt_tokens": 1200,
@@ -28,8 +29,8 @@ def workspace(tmp_path: Path) -> Path:
     return ws
 
 
-def _serve(replies: list[dict[str, object]]) -> Iterator[FakeOpenAI]:
-    server = FakeOpenAI(replies)
+def _serve(replies: list[dict[str, object]]) -> Iterator[ChatServer]:
+    server = ChatServer(replies).start()
     try:
         yield server
     finally:
@@ -37,7 +38,7 @@ def _serve(replies: list[dict[str, object]]) -> Iterator[FakeOpenAI]:
 
 
 @pytest.fixture()
-def reading_model() -> Iterator[FakeOpenAI]:
+def reading_model() -> Iterator[ChatServer]:
     """Reads hello.txt with a tool, then answers."""
     yield from _serve(
         [
@@ -52,7 +53,7 @@ def reading_model() -> Iterator[FakeOpenAI]:
 
 
 def test_run_streams_answer_tools_and_usage(
-    tmp_path: Path, workspace: Path, reading_model: FakeOpenAI
+    tmp_path: Path, workspace: Path, reading_model: ChatServer
 ) -> None:
     proc = run_cli(
         "run", "What is the secret word?", *fake_agent_args(reading_model, workspace), home=tmp_path
@@ -63,7 +64,7 @@ def test_run_streams_answer_tools_and_usage(
     assert "← read_file" in proc.stderr and "pumpkin" in proc.stderr
     assert "usage: 2 request(s), 2400 prompt + 60 completion tokens, cache hit 75%" in proc.stderr
     # the second request carried the tool result: what the model saw is what the log derives
-    second = reading_model.requests[1]["messages"]
+    second = reading_model.bodies[1]["messages"]
     assert second[-1]["role"] == "tool" and "pumpkin" in second[-1]["content"]
     logs = list((tmp_path / "sessions").glob("*.jsonl"))
     assert len(logs) == 1
@@ -78,7 +79,7 @@ def test_run_streams_answer_tools_and_usage(
     assert session.events[-1]["type"] == "turn/end"
 
 
-def test_run_json_and_continue(tmp_path: Path, workspace: Path, reading_model: FakeOpenAI) -> None:
+def test_run_json_and_continue(tmp_path: Path, workspace: Path, reading_model: ChatServer) -> None:
     proc = run_cli("run", "secret?", "--json", *fake_agent_args(reading_model, workspace), home=tmp_path)
     assert proc.returncode == 0, proc.stderr
     records = [json.loads(line) for line in proc.stdout.splitlines()]
@@ -92,7 +93,7 @@ def test_run_json_and_continue(tmp_path: Path, workspace: Path, reading_model: F
     assert again.returncode == 0, again.stderr
     session = Session.load(result["path"])
     assert sum(1 for ev in session.events if ev["type"] == "turn/start") == 2
-    assert reading_model.requests[-1]["messages"][1]["content"] == "secret?"
+    assert reading_model.bodies[-1]["messages"][1]["content"] == "secret?"
 
 
 def test_usage_line_counts_every_request_sent(tmp_path: Path, workspace: Path) -> None:
@@ -152,7 +153,7 @@ def test_run_usage_errors(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "empty" in proc.stderr
 
 
-def test_chat_with_piped_commands(tmp_path: Path, workspace: Path, reading_model: FakeOpenAI) -> None:
+def test_chat_with_piped_commands(tmp_path: Path, workspace: Path, reading_model: ChatServer) -> None:
     export = tmp_path / "out.json"
     script = "\n".join(
         [
@@ -180,7 +181,7 @@ def test_chat_with_piped_commands(tmp_path: Path, workspace: Path, reading_model
     messages = json.loads(export.read_text())
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "assistant"]
     assert len(list((tmp_path / "sessions").glob("*.jsonl"))) == 2  # /new started another
-    assert all(r["messages"][-1].get("content") != "never sent" for r in reading_model.requests)
+    assert all(r["messages"][-1].get("content") != "never sent" for r in reading_model.bodies)
 
 
 def _four_long_turns(tmp_path: Path, args: list[str]) -> Path:
@@ -239,7 +240,7 @@ def test_compact_with_a_summary_call(tmp_path: Path, workspace: Path) -> None:
         )
         assert proc.returncode == 0, proc.stderr
         assert "into a summary" in proc.stdout
-        summary_request = server.requests[-1]
+        summary_request = server.bodies[-1]
         assert not summary_request.get("tools") and "the questions" in json.dumps(summary_request)
         digest = [m for m in Session.load(log).derive_messages() if "four questions" in str(m.get("content"))]
         assert len(digest) == 1 and digest[0]["role"] == "user"
@@ -280,14 +281,14 @@ def test_chat_model_command_moves_the_session_to_the_new_models_tokenizer(
 ) -> None:
     """``/model`` changes what the requests name *and* the model the session counts with: the
     events written after it carry exact counts of the new model's tokenizer."""
-    server = FakeOpenAI([{"content": "hi there", "usage": USAGE}])
+    server = ChatServer([{"content": "hi there", "usage": USAGE}]).start()
     try:
         script = "/model deepseek-v4-flash\nhello\n/quit\n"
         proc = run_cli("chat", *fake_agent_args(server, workspace), home=tmp_path, input=script)
     finally:
         server.close()
     assert proc.returncode == 0, proc.stderr
-    assert [r["model"] for r in server.requests] == ["deepseek-v4-flash"]
+    assert [r["model"] for r in server.bodies] == ["deepseek-v4-flash"]
     [log] = (tmp_path / "sessions").glob("*.jsonl")
     events = [json.loads(line) for line in log.read_text().splitlines()[1:]]
     [user] = [e for e in events if e["type"] == "user/message"]

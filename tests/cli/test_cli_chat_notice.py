@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.cli.cli_testlib import FakeOpenAI, fake_agent_args, run_cli
+from tests.cli.cli_testlib import fake_agent_args, run_cli
+from tests.support.chat_server import ChatServer
 
 
 def _flat(text: str) -> str:
@@ -29,7 +30,7 @@ def test_chat_on_the_offline_model_names_its_limits(tmp_path: Path) -> None:
 def test_chat_on_a_hosted_model_prints_no_such_notice(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
-    server = FakeOpenAI([])
+    server = ChatServer([]).start()
     try:
         proc = run_cli("chat", *fake_agent_args(server, ws), home=tmp_path, input="/quit\n")
     finally:

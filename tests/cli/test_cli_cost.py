@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.cli_testlib import FakeOpenAI, run_cli
+from tests.cli.cli_testlib import run_cli
+from tests.support.chat_server import ChatServer
 
 USAGE = {
     "prompt_tokens": 1200,
@@ -23,25 +24,25 @@ PER_REQUEST = (300 * 0.15 + 900 * 0.075 + 30 * 0.60) / 1e6
 
 
 @pytest.fixture()
-def server() -> Iterator[FakeOpenAI]:
-    fake = FakeOpenAI(
+def server() -> Iterator[ChatServer]:
+    fake = ChatServer(
         [
             {"content": "", "tool_calls": [("call_1", "list_dir", "{}")], "usage": USAGE},
             {"content": "Nothing much here.", "usage": USAGE},
         ]
-    )
+    ).start()
     try:
         yield fake
     finally:
         fake.close()
 
 
-def _args(server: FakeOpenAI, workspace: Path) -> list[str]:
+def _args(server: ChatServer, workspace: Path) -> list[str]:
     return ["--provider", "openai-compatible", "--base-url", server.base_url, "--model", "gpt-4o-mini",
             "--workspace", str(workspace)]  # fmt: skip
 
 
-def test_run_sessions_and_inspect_show_the_cost(tmp_path: Path, server: FakeOpenAI) -> None:
+def test_run_sessions_and_inspect_show_the_cost(tmp_path: Path, server: ChatServer) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     proc = run_cli("run", "what is here?", *_args(server, ws), home=tmp_path)
@@ -61,7 +62,7 @@ def test_run_sessions_and_inspect_show_the_cost(tmp_path: Path, server: FakeOpen
     assert "turn 1:" in text
 
 
-def test_chat_cost_command(tmp_path: Path, server: FakeOpenAI) -> None:
+def test_chat_cost_command(tmp_path: Path, server: ChatServer) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     proc = run_cli("chat", *_args(server, ws), home=tmp_path, input="what is here?\n/cost\n/quit\n")
@@ -73,7 +74,7 @@ def test_chat_cost_command(tmp_path: Path, server: FakeOpenAI) -> None:
     assert "turn 1:" in proc.stdout
 
 
-def test_run_token_budget_flag(tmp_path: Path, server: FakeOpenAI) -> None:
+def test_run_token_budget_flag(tmp_path: Path, server: ChatServer) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     proc = run_cli("run", "what is here?", "--token-budget", "1000", *_args(server, ws), home=tmp_path)

@@ -10,7 +10,7 @@ from typing import Any
 
 from foldlog import Session, thaw
 from foldlog.interchange import convert, write_conversation
-from foldlog.interchange.atif_schema import atif_errors
+from foldlog.interchange.exports.atif_schema import atif_errors
 from tests.cli.cli_testlib import run_cli
 
 # a 1x1 PNG

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from foldlog.log.session import Session
-from tests.cli.cli_testlib import FakeOpenAI, fake_agent_args, run_cli
+from tests.cli.cli_testlib import fake_agent_args, run_cli
+from tests.support.chat_server import ChatServer
 
 TIME_SERVER = str(Path(sys.executable).parent / "mcp-server-time")
 
@@ -21,12 +22,12 @@ def _time_config() -> dict[str, object]:
 def test_run_with_an_mcp_file_calls_the_server(tmp_path: Path) -> None:
     mcp_file = tmp_path / "mcp.json"
     mcp_file.write_text(json.dumps({"mcpServers": {"time": _time_config()}}))
-    server = FakeOpenAI(
+    server = ChatServer(
         [
             {"tool_calls": [("c1", "get_current_time", '{"timezone": "UTC"}')]},
             {"content": "It is now."},
         ]
-    )
+    ).start()
     try:
         proc = run_cli(
             "run",
@@ -40,7 +41,7 @@ def test_run_with_an_mcp_file_calls_the_server(tmp_path: Path) -> None:
         server.close()
     assert proc.returncode == 0, proc.stderr
     assert "It is now." in proc.stdout
-    offered = {t["function"]["name"] for t in server.requests[0]["tools"]}
+    offered = {t["function"]["name"] for t in server.bodies[0]["tools"]}
     assert {"get_current_time", "convert_time", "read_file"} <= offered
     (log,) = (tmp_path / "sessions").glob("*.jsonl")
     session = Session.open(log)
@@ -68,7 +69,7 @@ def test_a_bad_mcp_file_and_a_server_that_cannot_start_are_errors(tmp_path: Path
     assert proc.returncode != 0 and '"mcpServers"' in proc.stderr
     ghost = tmp_path / "ghost.json"
     ghost.write_text(json.dumps({"mcpServers": {"ghost": {"command": "/nonexistent/server"}}}))
-    server = FakeOpenAI([{"content": "never"}])
+    server = ChatServer([{"content": "never"}]).start()
     try:
         proc = run_cli("run", "hi", "--mcp", str(ghost), *fake_agent_args(server, tmp_path), home=tmp_path)
     finally:
@@ -84,7 +85,7 @@ def test_chat_tools_lists_each_tool_with_its_server_from_foldlog_toml(tmp_path: 
     (project / "foldlog.toml").write_text(
         f'[mcp.servers.time]\ncommand = "{TIME_SERVER}"\nargs = ["--local-timezone", "UTC"]\n'
     )
-    server = FakeOpenAI([{"content": "hi"}])
+    server = ChatServer([{"content": "hi"}]).start()
     try:
         proc = run_cli(
             "chat", *fake_agent_args(server, project), home=tmp_path, cwd=project, input="/tools\n/quit\n"
@@ -109,12 +110,12 @@ def test_run_output_schema_prints_the_validated_json(tmp_path: Path) -> None:
             }
         )
     )
-    server = FakeOpenAI(
+    server = ChatServer(
         [
             {"tool_calls": [("c1", "final_answer", '{"city": "Oslo", "rank": "first"}')]},
             {"tool_calls": [("c2", "final_answer", '{"city": "Oslo", "rank": 1}')]},
         ]
-    )
+    ).start()
     try:
         proc = run_cli(
             "run",
@@ -128,7 +129,7 @@ def test_run_output_schema_prints_the_validated_json(tmp_path: Path) -> None:
         server.close()
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"city": "Oslo", "rank": 1}
-    assert "final_answer" in {t["function"]["name"] for t in server.requests[0]["tools"]}
+    assert "final_answer" in {t["function"]["name"] for t in server.bodies[0]["tools"]}
     bad = tmp_path / "not-json.json"
     bad.write_text("{")
     proc = run_cli("run", "x", "--output-schema", str(bad), *fake_agent_args(server, tmp_path), home=tmp_path)

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from foldlog.log.session import Session
-from tests.cli.cli_testlib import FakeOpenAI, cli_env, fake_agent_args
+from tests.cli.cli_testlib import cli_env, fake_agent_args
+from tests.support.chat_server import ChatServer
 
 PARTIAL = "The first half of a long answer"
 
@@ -21,7 +22,7 @@ PARTIAL = "The first half of a long answer"
 def _stop_mid_stream(tmp_path: Path, verb_args: list[str], stdin: str | None) -> tuple[int, str, Path]:
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    server = FakeOpenAI([{"content": PARTIAL, "stall": 30}])
+    server = ChatServer([{"content": PARTIAL, "stall": 30}]).start()
     try:
         proc = subprocess.Popen(
             [sys.executable, "-m", "foldlog", *verb_args, *fake_agent_args(server, workspace)],

@@ -50,7 +50,7 @@ async def fold_and_read(
 
 
 def main(sessions: int = 2, cap: int = 2, replicates: int = 3) -> None:
-    from foldlog.providers.local import LocalLlama
+    from foldlog.providers.local.provider import LocalLlama
 
     reader = LocalLlama()
     cache = ModelCache(None)

@@ -10,6 +10,7 @@ from foldlog import Options, Session
 from foldlog.compaction import Compactor
 from foldlog.log.tokens import Tokenizer
 from foldlog.providers import Scripted
+from tests.support.history import add_tool_steps
 
 MODEL = "deepseek-v4-flash"
 TOOLS = [{"type": "function", "function": {"name": "fetch", "parameters": {"type": "object"}}}]
@@ -17,25 +18,14 @@ TOOLS = [{"type": "function", "function": {"name": "fetch", "parameters": {"type
 
 def history(n: int) -> Session:
     s = Session(system="You are a test assistant.")
-    s.add({"role": "user", "content": "fetch the pages"})
-    for i in range(n):
-        s.add(
-            {
-                "role": "assistant",
-                "content": "",
-                "tool_calls": [
-                    {"id": f"c{i}", "type": "function", "function": {"name": "fetch", "arguments": "{}"}}
-                ],
-            }
-        )
-        s.add(
-            {
-                "role": "tool",
-                "tool_call_id": f"c{i}",
-                "name": "fetch",
-                "content": f"page {i}: " + "word " * 400,
-            }
-        )
+    add_tool_steps(
+        s,
+        n,
+        user="fetch the pages",
+        tool="fetch",
+        result=lambda i: f"page {i}: " + "word " * 400,
+        answer=None,
+    )
     return s
 
 

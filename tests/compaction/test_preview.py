@@ -17,8 +17,8 @@ from foldlog.cli.main import main
 from foldlog.compaction import Compactor
 from foldlog.providers import Scripted
 from foldlog.providers.base import Done
-from tests.cli.cli_testlib import FakeOpenAI
 from tests.compaction.corpus_histories import corpus_dir
+from tests.support.chat_server import ChatServer
 
 SPOTTER = "claude-code-spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl"  # the README's example
 SPOTTER_2 = "claude-code-spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
@@ -112,7 +112,7 @@ def test_dry_run_shows_what_the_summarised_run_folds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     log = _imported(tmp_path, monkeypatch, capsys, "claude-code", SPOTTER)
-    server = FakeOpenAI([{"content": "## Goal\n- find the spotter bug"}])
+    server = ChatServer([{"content": "## Goal\n- find the spotter bug"}]).start()
     try:
         args: tuple[str, ...] = (
             "compact",
@@ -127,8 +127,7 @@ def test_dry_run_shows_what_the_summarised_run_folds(
         assert not server.requests  # a preview calls no model
         run = _cli(tmp_path, monkeypatch, capsys, *args)
     finally:
-        server.server.shutdown()
-        server.server.server_close()
+        server.close()
     assert "into a summary" in run and len(server.requests) == 1
     assert _numbers(run) == _numbers(dry)
     assert _numbers(dry)[-1] == "estimate"  # fake-1 has no exact tokenizer

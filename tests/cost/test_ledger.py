@@ -12,6 +12,7 @@ from foldlog import Session
 from foldlog.cost.ledger import Ledger
 from foldlog.interchange import convert
 from foldlog.interchange.writer import write_conversation
+from foldlog.log.stats import log_stats
 from tests.conftest import shared_path
 
 
@@ -56,7 +57,7 @@ def test_load_repair_copies_are_not_new_requests(tmp_path: Path) -> None:
     again = Ledger.of_events(loaded.events, price_missing=False).session
     assert again.requests == live.requests and again.usage == live.usage
     # the core's statistics count the stored events only: the same sums
-    assert loaded.stats()["usage"]["promptTokens"] == again.usage.prompt_tokens
+    assert log_stats(loaded)["usage"]["promptTokens"] == again.usage.prompt_tokens
 
 
 def test_the_agents_running_ledger_keeps_totals_not_a_record_per_request() -> None:

@@ -11,8 +11,8 @@ import pytest
 
 from foldlog.cost.prices import FALLBACK_PRICES, Cost, Price, has_price, price_request, token_kinds
 from foldlog.errors import ConfigError
-from foldlog.providers.assemble import parse_usage
-from foldlog.providers.base import Usage
+from foldlog.log.grammar.types import Usage
+from foldlog.providers.http.assemble import parse_usage
 from tests.conftest import shared_path
 
 

@@ -10,7 +10,7 @@ import genai_prices as gp
 import pytest
 
 from foldlog.cost.prices import price_request
-from foldlog.providers.base import Usage
+from foldlog.log.grammar.types import Usage
 
 MODEL = "claude-sonnet-4-5"
 

@@ -16,9 +16,9 @@ from foldlog import Agent, Options, Session, thaw, tool
 from foldlog.cost.prices import Cost, price_request
 from foldlog.errors import ExportError
 from foldlog.interchange import convert, export, write_conversation
-from foldlog.interchange.atif_schema import atif_errors
+from foldlog.interchange.exports.atif_schema import atif_errors
+from foldlog.log.grammar.types import Usage
 from foldlog.providers import Scripted
-from foldlog.providers.base import Usage
 from tests.cli.cli_testlib import corpus_transcripts, run_cli
 from tests.compaction.plan_checks import digest_indices
 from tests.interchange.test_interchange_export import comparable

@@ -15,7 +15,7 @@ import pytest
 from foldlog import Session, thaw
 from foldlog.errors import ExportError
 from foldlog.interchange import Conversation, convert, export, write_conversation
-from foldlog.interchange.atif_schema import atif_errors, check_atif
+from foldlog.interchange.exports.atif_schema import atif_errors, check_atif
 from tests.cli.cli_testlib import corpus_transcripts
 
 

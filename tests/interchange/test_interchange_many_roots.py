@@ -20,6 +20,7 @@ from typing import Any
 from foldlog import Session
 from foldlog.batch import run_batch
 from foldlog.interchange import convert
+from foldlog.log.stats import log_stats
 from tests.cli.cli_testlib import check_well_formed, run_cli
 
 SESSION = "5b1c2d3e-0000-4000-8000-00000000010x"
@@ -244,4 +245,4 @@ def test_the_written_log_derives_what_the_model_saw_after_the_plan_root(tmp_path
     derived = session.derive_messages()
     assert [m["role"] for m in derived] == ["user", "assistant", "tool", "assistant"]
     assert derived[0]["content"] == PLAN
-    assert session.stats()["compactions"] == 1
+    assert log_stats(session)["compactions"] == 1

@@ -11,8 +11,9 @@ import tracemalloc
 import zlib
 from pathlib import Path
 
-from foldlog import Session
+from foldlog import Session, _core
 from foldlog.log.wire import chunked_body
+from tests.support.history import noop_turn, read_file_history
 
 MODEL = "deepseek-chat"
 STEPS = 20
@@ -20,35 +21,13 @@ STEPS = 20
 
 def _tool_session() -> Session:
     """A 20-step tool session: a question, 20 calls with 520-byte results, the answer."""
-    s = Session(system="You are a careful assistant.")
-    s.add({"role": "user", "content": "list the files and read them " * 3})
-    for k in range(STEPS):
-        call = {
-            "id": f"c{k}",
-            "type": "function",
-            "function": {"name": "read_file", "arguments": f'{{"n":{k}}}'},
-        }
-        s.add({"role": "assistant", "content": "", "tool_calls": [call]})
-        s.add(
-            {"role": "tool", "tool_call_id": f"c{k}", "name": "read_file", "content": "line of text\n" * 40}
-        )
-    s.add({"role": "assistant", "content": "done"})
-    return s
+    return read_file_history(STEPS)
 
 
 def _turn_session() -> Session:
     """A finished 20-step turn as B10 holds them: the turn and step events around small messages."""
     s = Session(system="You are a careful agent.")
-    s.append_event("turn/start", {"turn": 1})
-    s.add({"role": "user", "content": "Look at the workspace and report what you find."})
-    for k in range(STEPS - 1):
-        s.append_event("step/start", {"turn": 1, "step": k + 1})
-        call = {"id": f"h{k}", "type": "function", "function": {"name": "noop", "arguments": f'{{"i":{k}}}'}}
-        s.add({"role": "assistant", "content": "", "tool_calls": [call]})
-        s.add({"role": "tool", "tool_call_id": f"h{k}", "name": "noop", "content": f"result {k}: ok"})
-        s.append_event("step/end", {"turn": 1, "step": k + 1})
-    s.add({"role": "assistant", "content": "Everything is in order."})
-    s.append_event("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    noop_turn(s, STEPS)
     return s
 
 
@@ -71,7 +50,7 @@ def test_counting_a_loaded_log_does_not_copy_its_lines() -> None:
             f"counting grew the heap by {grown} bytes ({grown / log_bytes:.2f}× the log)"
         )
         # the counts are kept (in memory): asked again, nothing is counted
-        assert s._core.cached_token_events() == len(s.derive_messages())
+        assert _core.cached_token_events(s._core) == len(s.derive_messages())
 
 
 def test_counts_of_new_events_still_travel_in_their_lines() -> None:

@@ -31,7 +31,7 @@ def test_a_refused_replace_changes_nothing() -> None:
     s = Session(system="old")
     s.add({"role": "user", "content": "a"})
     seen: list[Any] = []
-    s.subscribe(seen.append)
+    s.stream.subscribe(seen.append)
     before = state(s)
     with pytest.raises(InvalidEventError, match=r"replace\(\): messages\[2\]") as err:
         s.replace(

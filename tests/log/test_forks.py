@@ -12,7 +12,7 @@ import pytest
 
 from foldlog import Session
 from foldlog.errors import ForkError, ParentLogError, StorageError
-from foldlog.log.forks import MAX_FORK_DEPTH, fork_file, fork_link
+from foldlog.log.forks import MAX_FORK_DEPTH, fork_file, fork_link, fork_session
 
 
 def _parent(folder: Path, sid: str = "parent") -> Session:
@@ -31,7 +31,7 @@ def _contents(session: Session) -> list[str]:
 
 def test_a_file_fork_refers_to_its_parent_and_diverges(tmp_path: Path) -> None:
     parent = _parent(tmp_path)
-    fork = parent.fork(at_seq=2)
+    fork = fork_session(parent, at_seq=2)
     assert fork.path is not None and fork.path.parent == tmp_path and fork.writable
     assert dict(fork.parent or {}) == fork_link("parent", 2, "parent.jsonl")
     assert _contents(fork) == ["be brief", "one", "first answer"]
@@ -69,7 +69,7 @@ def test_a_fork_of_a_fork_follows_both_references(tmp_path: Path) -> None:
     _parent(tmp_path).close()
     a = fork_file(tmp_path / "parent.jsonl", 2, tmp_path / "a.jsonl")
     a.add({"role": "user", "content": "a's question"})
-    b = a.fork()  # at a's last event, beside it
+    b = fork_session(a)  # at a's last event, beside it
     a.add({"role": "assistant", "content": "only in a"})
     a.close()
     b.add({"role": "assistant", "content": "only in b"})
@@ -142,29 +142,29 @@ def test_bad_fork_points_are_refused(tmp_path: Path) -> None:
     parent = _parent(tmp_path)
     for bad in (-1, 5, 100):
         with pytest.raises(ForkError, match=f"no stored event #{bad}"):
-            parent.fork(at_seq=bad)
+            fork_session(parent, at_seq=bad)
     with pytest.raises(ForkError, match="an int"):
-        parent.fork(at_seq=True)
+        fork_session(parent, at_seq=True)
     taken = tmp_path / "taken.jsonl"
     taken.write_text("", encoding="utf-8")
     with pytest.raises(ForkError, match="exists"):
-        parent.fork(path=taken)
+        fork_session(parent, path=taken)
     parent.close()
     with pytest.raises(ForkError, match="without events"):
-        Session().fork()
+        fork_session(Session())
 
 
 def test_a_session_in_memory_forks_by_copying(tmp_path: Path) -> None:
     s = Session(system="sys", id="mem")
     s.add({"role": "user", "content": "q"})
     s.add({"role": "assistant", "content": "a"})
-    fork = s.fork(at_seq=1)
+    fork = fork_session(s, at_seq=1)
     assert fork.path is None and dict(fork.parent or {}) == {"kind": "fork", "id": "mem", "atSeq": 1}
     fork.add({"role": "assistant", "content": "other a"})
     assert _contents(fork) == ["sys", "q", "other a"]
     assert _contents(s) == ["sys", "q", "a"]
 
-    saved = s.fork(path=tmp_path / "copy.jsonl")  # into a file: a copy, open for writing
+    saved = fork_session(s, path=tmp_path / "copy.jsonl")  # into a file: a copy, open for writing
     assert saved.writable and "log" not in (saved.parent or {})
     saved.close()
     assert _contents(Session.load(tmp_path / "copy.jsonl")) == ["sys", "q", "a"]

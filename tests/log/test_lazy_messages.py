@@ -19,6 +19,7 @@ from foldlog import Session
 from foldlog.errors import ImmutableHistoryError, MessageIndexError
 from foldlog.log.frozen import FrozenDict, MessageSequence
 from foldlog.log.wire import chunked_body
+from tests.support.history import add_tool_steps
 
 MODEL = "deepseek-chat"  # an exact tokenizer: the counts are kept with the events
 
@@ -31,12 +32,14 @@ def _frozen_dicts() -> int:
 def _session(steps: int = 50) -> Session:
     s = Session(system="You are terse.")
     s.model = MODEL
-    s.add({"role": "user", "content": "read the files"})
-    for k in range(steps):
-        call = {"id": f"c{k}", "type": "function", "function": {"name": "read", "arguments": f'{{"n": {k}}}'}}
-        s.add({"role": "assistant", "content": "", "tool_calls": [call]})
-        s.add({"role": "tool", "tool_call_id": f"c{k}", "name": "read", "content": f"text {k}"})
-    s.add({"role": "assistant", "content": "done"})
+    add_tool_steps(
+        s,
+        steps,
+        user="read the files",
+        tool="read",
+        arguments=lambda k: f'{{"n": {k}}}',
+        result=lambda k: f"text {k}",
+    )
     return s
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from foldlog import Session, TokenCount, Tokenizer
+from foldlog import Session, TokenCount, Tokenizer, _core
 
 MODEL = "deepseek-v4-flash"
 
@@ -140,7 +140,9 @@ def test_counts_estimate_non_text_parts_and_say_so(tmp_path: Path) -> None:
     try:
         resumed = again.token_count(MODEL)
         assert resumed == total and not resumed.exact
-        assert again._core.cached_token_events() == 3, "the two counted in the log, the system prompt now"
+        assert _core.cached_token_events(again._core) == 3, (
+            "the two counted in the log, the system prompt now"
+        )
     finally:
         again.close()
     # a model without an exact tokenizer is never exact

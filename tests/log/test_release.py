@@ -7,25 +7,17 @@ import asyncio
 from pathlib import Path
 
 import foldlog
-from foldlog import Session
+from foldlog import Session, _core
 from foldlog.providers import Scripted
+from tests.support.history import three_ls_calls
 
 MODEL = "deepseek-chat"  # an exact tokenizer: counts travel in the log
-
-
-def _history(s: Session) -> None:
-    s.add({"role": "user", "content": "list the files"})
-    for k in range(3):
-        call = {"id": f"c{k}", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
-        s.add({"role": "assistant", "content": "", "tool_calls": [call]})
-        s.add({"role": "tool", "tool_call_id": f"c{k}", "name": "ls", "content": f"file{k}"})
-    s.add({"role": "assistant", "content": "three files"})
 
 
 def test_a_file_backed_session_reloads_from_its_store(tmp_path: Path) -> None:
     s = Session.open(tmp_path / "a.jsonl", system="sys")
     s.model = MODEL
-    _history(s)
+    three_ls_calls(s)
     before = list(s.derive_messages())
     count = s.token_count(MODEL)
     snapshot = s.derive_messages()
@@ -36,7 +28,7 @@ def test_a_file_backed_session_reloads_from_its_store(tmp_path: Path) -> None:
     assert s.derive_messages() == before, "the next use loads the same history"
     assert not s.released
     assert s.token_count(MODEL) == count
-    assert s._core.cached_token_events() == len(before), "the counts were read from the log"
+    assert _core.cached_token_events(s._core) == len(before), "the counts were read from the log"
     # writing goes on where it stopped, in the same file
     s.add({"role": "user", "content": "more"})
     s.close()
@@ -46,7 +38,7 @@ def test_a_file_backed_session_reloads_from_its_store(tmp_path: Path) -> None:
 
 def test_a_session_without_a_store_keeps_its_own_bytes(tmp_path: Path) -> None:
     s = Session(system="sys")
-    _history(s)
+    three_ls_calls(s)
     events = list(s.events)
     before = list(s.derive_messages())
     s.release()

@@ -163,12 +163,12 @@ def test_wire_messages_apply_the_strict_normalizer() -> None:
 def test_subscribers_see_each_event_and_cannot_break_the_writer() -> None:
     s = Session()
     seen: list[str] = []
-    unsubscribe = s.subscribe(lambda e: seen.append(e["type"]))
+    unsubscribe = s.stream.subscribe(lambda e: seen.append(e["type"]))
 
     def broken(e: object) -> None:
         raise RuntimeError("boom")
 
-    s.subscribe(broken)
+    s.stream.subscribe(broken)
     s.add({"role": "user", "content": "x"})
     s.append_event("turn/start", {"turn": 1})
     assert seen == ["user/message", "turn/start"]

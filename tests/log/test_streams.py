@@ -1,5 +1,6 @@
-"""Reconnectable event streams: `Session.events_since`, `Session.subscribe(fn, after_seq=N)` and
-``foldlog log tail --follow`` (run as a process while another process appends)."""
+"""Reconnectable event streams: `session.stream.events_since`,
+`session.stream.subscribe(fn, after_seq=N)` and ``foldlog log tail --follow`` (run as a process
+while another process appends)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 
 from foldlog import Session
 from foldlog.errors import UnknownSeqError
+from foldlog.log.forks import fork_session
 from tests.cli.cli_testlib import cli_env
 
 
@@ -29,18 +31,18 @@ def _session(n: int) -> Session:
 
 def test_events_since_gives_what_a_reader_missed() -> None:
     s = _session(5)
-    assert [e["seq"] for e in s.events_since(-1)] == [0, 1, 2, 3, 4]
-    assert [e["seq"] for e in s.events_since(2)] == [3, 4]
-    assert s.events_since(4) == ()
+    assert [e["seq"] for e in s.stream.events_since(-1)] == [0, 1, 2, 3, 4]
+    assert [e["seq"] for e in s.stream.events_since(2)] == [3, 4]
+    assert s.stream.events_since(4) == ()
     for bad in (5, -2):
         with pytest.raises(UnknownSeqError, match=f"after_seq {bad}"):
-            s.events_since(bad)
+            s.stream.events_since(bad)
 
 
 def test_subscribe_after_seq_replays_then_follows_live() -> None:
     s = _session(4)
     seen: list[int] = []
-    stop = s.subscribe(lambda e: seen.append(int(e["seq"])), after_seq=1)
+    stop = s.stream.subscribe(lambda e: seen.append(int(e["seq"])), after_seq=1)
     assert seen == [2, 3]  # the replay, before subscribe returns
     s.add({"role": "user", "content": "live"})
     assert seen == [2, 3, 4]
@@ -48,11 +50,11 @@ def test_subscribe_after_seq_replays_then_follows_live() -> None:
     s.add({"role": "user", "content": "after unsubscribing"})
     assert seen == [2, 3, 4]
     live: list[int] = []
-    s.subscribe(lambda e: live.append(int(e["seq"])))  # no after_seq: from now on only
+    s.stream.subscribe(lambda e: live.append(int(e["seq"])))  # no after_seq: from now on only
     s.add({"role": "user", "content": "x"})
     assert live == [6]
     with pytest.raises(UnknownSeqError):
-        s.subscribe(print, after_seq=99)
+        s.stream.subscribe(print, after_seq=99)
 
 
 def test_resubscribing_during_concurrent_appends_loses_and_repeats_nothing() -> None:
@@ -82,7 +84,7 @@ def test_resubscribing_during_concurrent_appends_loses_and_repeats_nothing() -> 
                 if len(got) % 7 == 0:
                     done.set()
 
-            box.append(s.subscribe(on_event, after_seq=got[-1] if got else -1))
+            box.append(s.stream.subscribe(on_event, after_seq=got[-1] if got else -1))
             done.wait(timeout=0.05)
             done.set()
             box[0]()  # once it returns, no delivery is running: ``got`` holds all it was given
@@ -110,7 +112,7 @@ def test_a_failing_subscriber_does_not_stop_the_stream() -> None:
         if event["seq"] == 1:
             raise RuntimeError("boom")
 
-    s.subscribe(flaky, after_seq=-1)
+    s.stream.subscribe(flaky, after_seq=-1)
     s.add({"role": "user", "content": "next"})
     assert seen == [0, 1, 2]
 
@@ -189,7 +191,7 @@ def test_tail_without_follow_and_a_fork(tmp_path: Path) -> None:
     s = Session.open(tmp_path, "p", system="sys")
     for i in range(12):
         s.add({"role": "user", "content": f"m{i}"})
-    fork = s.fork(at_seq=5)
+    fork = fork_session(s, at_seq=5)
     fork.add({"role": "user", "content": "in the fork"})
     fork.close()
     s.close()

@@ -16,8 +16,8 @@ from foldlog.log.frozen import thaw
 from foldlog.log.tokens import Tokenizer
 from foldlog.log.wire import ChunkedBody, frame
 from foldlog.providers.base import Request
-from foldlog.providers.deepseek import DeepSeek
-from foldlog.providers.openai_compat import OpenAICompatible
+from foldlog.providers.http.deepseek import DeepSeek
+from foldlog.providers.http.openai_compat import OpenAICompatible
 from tests.tokens.tokens_corpus import shared_dir
 
 CORPUS = [

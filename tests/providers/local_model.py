@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from foldlog.providers import local as local_mod
-from foldlog.providers.llama_server import missing_server_modules
+from foldlog.providers.local import provider as local_mod
+from foldlog.providers.local.server import missing_server_modules
 
 
 def require_local() -> None:

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from foldlog.providers.gemma_chat import (
+from foldlog.providers.local.engine import SpecialTexts, _held
+from foldlog.providers.local.gemma_chat import (
     CALL,
     Segment,
     Turn,
@@ -17,9 +18,8 @@ from foldlog.providers.gemma_chat import (
     template_segments,
     to_turns,
 )
-from foldlog.providers.llama_engine import SpecialTexts, _held
-from foldlog.providers.local_turns import already_called
-from foldlog.providers.tool_grammar import reply_grammar
+from foldlog.providers.local.tool_grammar import reply_grammar
+from foldlog.providers.local.turns import already_called
 
 READ = {
     "type": "function",

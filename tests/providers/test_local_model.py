@@ -16,7 +16,7 @@ from foldlog.cli.agent_setup import SYSTEM_PROMPT, make_tools
 
 # `collect` from the package: importing the submodule would shadow the function on the package
 from foldlog.providers import LocalLlama, Request, collect
-from foldlog.providers.gemma_chat import to_turns
+from foldlog.providers.local.gemma_chat import to_turns
 from foldlog.tools.registry import ToolRegistry
 from foldlog.tools.runner import NO_PROGRESS
 from tests.providers.local_model import require_local
@@ -139,8 +139,8 @@ def test_llama_cpp_log_lines_go_to_logging(caplog: pytest.LogCaptureFixture) -> 
     none reaches stderr."""
     import logging
 
-    from foldlog.providers.llama_engine import LlamaEngine
-    from foldlog.providers.local import default_model_path
+    from foldlog.providers.local.engine import LlamaEngine
+    from foldlog.providers.local.provider import default_model_path
 
     require_local()
     with caplog.at_level(logging.DEBUG, logger="foldlog.llama_cpp"):

@@ -14,11 +14,12 @@ import pytest
 from foldlog.errors import APIError, AuthError
 from foldlog.log.session import Session
 from foldlog.providers import Anthropic, Request, RetryPolicy, collect
-from foldlog.providers.anthropic_stream import STOP_REASONS
+from foldlog.providers.anthropic.stream import STOP_REASONS
 from foldlog.providers.collect import Completion
-from tests.providers.prov_loopback import Loopback, corpus, sse, status
+from tests.conftest import SHARED
+from tests.support.http_server import LoopbackServer, sse, status
 
-ANTHROPIC = corpus("anthropic")
+ANTHROPIC = SHARED.joinpath("corpus", "anthropic")
 SSE_FILES = sorted(ANTHROPIC.rglob("*.response.sse"))
 JSON_FILES = sorted(p for p in ANTHROPIC.rglob("*.response.json") if "error-" not in p.name)
 REQUEST_FILES = sorted(ANTHROPIC.rglob("*.request.json"))
@@ -97,8 +98,8 @@ def _stream_message(payload: bytes) -> dict[str, Any]:
     return message
 
 
-async def _serve(handler: Any, request: Request = HI, **kw: Any) -> tuple[Completion, Loopback]:
-    async with Loopback([handler]) as srv:
+async def _serve(handler: Any, request: Request = HI, **kw: Any) -> tuple[Completion, LoopbackServer]:
+    async with LoopbackServer([handler]) as srv:
         provider = Anthropic(KEY, "claude-test", srv.base_url, **kw)
         try:
             got = await collect(provider.stream(request))

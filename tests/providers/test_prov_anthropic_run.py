@@ -22,12 +22,13 @@ from foldlog.errors import (
     StreamInterrupted,
 )
 from foldlog.providers import Anthropic, Request, RetryPolicy, collect
-from foldlog.providers.anthropic_body import MAX_BREAKPOINTS
+from foldlog.providers.anthropic.body import MAX_BREAKPOINTS
 from foldlog.providers.collect import Completion
-from tests.providers.prov_loopback import Handler, Loopback, corpus, sse, status
+from tests.conftest import SHARED
 from tests.providers.test_prov_anthropic import _semantic
+from tests.support.http_server import Handler, LoopbackServer, sse, status
 
-ANTHROPIC = corpus("anthropic")
+ANTHROPIC = SHARED.joinpath("corpus", "anthropic")
 FAST = RetryPolicy(base_delay=0.01, max_delay=0.05)
 KEY = "sk-ant-very-secret-key-123456"
 HI = Request(messages=[{"role": "user", "content": "hi"}])
@@ -70,10 +71,10 @@ def events_sse(events: Sequence[dict[str, Any]]) -> bytes:
     return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
 
 
-async def _go(handlers: Sequence[Handler], **kw: Any) -> tuple[Completion, Loopback, Retries]:
+async def _go(handlers: Sequence[Handler], **kw: Any) -> tuple[Completion, LoopbackServer, Retries]:
     rec = Retries()
     retry = kw.pop("retry", FAST)
-    async with Loopback(handlers) as srv:
+    async with LoopbackServer(handlers) as srv:
         p = Anthropic(KEY, "claude-test", srv.base_url, retry=retry, on_retry=rec, **kw)
         try:
             got = await collect(p.stream(HI))
@@ -82,7 +83,7 @@ async def _go(handlers: Sequence[Handler], **kw: Any) -> tuple[Completion, Loopb
     return got, srv, rec
 
 
-def run(handlers: Sequence[Handler], **kw: Any) -> tuple[Completion, Loopback, Retries]:
+def run(handlers: Sequence[Handler], **kw: Any) -> tuple[Completion, LoopbackServer, Retries]:
     return asyncio.run(_go(handlers, **kw))
 
 
@@ -192,9 +193,9 @@ def test_two_step_run_sends_the_signed_thinking_block_and_the_tool_result_back()
     recorded = json.loads((folder / "thinking-tool-use-stream__01.request.json").read_text())
     prompt = recorded["messages"][0]["content"][0]["text"]
 
-    async def go() -> tuple[str, Loopback, Session]:
+    async def go() -> tuple[str, LoopbackServer, Session]:
         session = Session()
-        async with Loopback([sse(first, piece=13), sse(second, piece=13)]) as srv:
+        async with LoopbackServer([sse(first, piece=13), sse(second, piece=13)]) as srv:
             provider = Anthropic(
                 KEY,
                 "claude-haiku-4-5-20251001",
@@ -315,9 +316,9 @@ def _tool_step(i: int) -> bytes:
 def test_breakpoints_are_stable_across_the_requests_of_a_run() -> None:
     streams = [_tool_step(i) for i in range(3)] + [TEXT_STREAM]
 
-    async def go() -> tuple[Loopback, Session, Agent]:
+    async def go() -> tuple[LoopbackServer, Session, Agent]:
         session = Session(system="You are terse.")
-        async with Loopback([sse(s) for s in streams]) as srv:
+        async with LoopbackServer([sse(s) for s in streams]) as srv:
             provider = Anthropic(KEY, "claude-test", srv.base_url)
             agent = Agent(provider, [release], session)
             try:
@@ -473,7 +474,7 @@ def test_token_count_is_an_estimate_anchored_on_reported_input_tokens() -> None:
 
     async def go() -> Session:
         session = Session(system="You are terse.")
-        async with Loopback([sse(reply)]) as srv:
+        async with LoopbackServer([sse(reply)]) as srv:
             provider = Anthropic(KEY, "claude-haiku-4-5", srv.base_url)
             try:
                 await Agent(provider, [], session).run("A name for a pet pelican")

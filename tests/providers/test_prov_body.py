@@ -9,7 +9,8 @@ import asyncio
 from foldlog import Agent, Session
 from foldlog.log.wire import CHUNK_SIZE, ChunkedBody
 from foldlog.providers import DeepSeek, Request, RetryPolicy, collect
-from tests.providers.prov_loopback import Loopback, chunk_obj, sse, sse_lines, status
+from tests.support.chat_server import chunk_obj, sse_lines
+from tests.support.http_server import LoopbackServer, sse, status
 
 FAST = RetryPolicy(base_delay=0.01, max_delay=0.05)
 GOOD = sse_lines(
@@ -42,8 +43,8 @@ def long_session() -> Session:
 def test_the_chunked_body_is_sent_whole_with_a_content_length_and_resent_on_retry() -> None:
     s = long_session()
 
-    async def go() -> tuple[Loopback, bytes, ChunkedBody]:
-        async with Loopback([status(503, "{}"), sse(GOOD)]) as srv:
+    async def go() -> tuple[LoopbackServer, bytes, ChunkedBody]:
+        async with LoopbackServer([status(503, "{}"), sse(GOOD)]) as srv:
             p = DeepSeek(api_key="sk-test", base_url=srv.base_url, retry=FAST)
             wire = s.wire_request("with-calls")
             request = Request(messages=wire.messages, wire=wire)
@@ -71,8 +72,8 @@ def test_the_chunked_body_is_sent_whole_with_a_content_length_and_resent_on_retr
 def test_the_agent_sends_the_cached_body() -> None:
     s = Session(system="Be brief.")
 
-    async def go() -> Loopback:
-        async with Loopback([sse(GOOD)]) as srv:
+    async def go() -> LoopbackServer:
+        async with LoopbackServer([sse(GOOD)]) as srv:
             p = DeepSeek(api_key="sk-test", base_url=srv.base_url, retry=FAST)
             try:
                 assert await Agent(p, session=s).run("hello") == "Hi"

@@ -16,9 +16,10 @@ import pytest
 from foldlog import Agent, Options, Session, tool
 from foldlog.errors import ProviderTimeout, StreamInterrupted, StreamProtocolError
 from foldlog.providers import OpenAICompatible, Request, RetryPolicy, collect
-from foldlog.providers.assemble import ChatStreamAssembler
-from foldlog.providers.sse import MAX_LINE_BYTES, MAX_NOISE_BYTES, SSEDecoder, SSEEvent
-from tests.providers.prov_loopback import Handler, Loopback, Received, chunk_obj, sse, sse_lines, status
+from foldlog.providers.http.assemble import ChatStreamAssembler
+from foldlog.providers.http.sse import MAX_LINE_BYTES, MAX_NOISE_BYTES, SSEDecoder, SSEEvent
+from tests.support.chat_server import chunk_obj, sse_lines
+from tests.support.http_server import Handler, LoopbackServer, Received, sse, status
 
 FAST = RetryPolicy(base_delay=0.01, max_delay=0.05, max_replays=1)
 REQ = Request(messages=[{"role": "user", "content": "hi"}])
@@ -78,7 +79,7 @@ def serve(handlers: list[Handler], *, traced: bool = False, **kw: Any) -> Outcom
     out = Outcome()
 
     async def go() -> None:
-        async with Loopback(handlers) as srv:
+        async with LoopbackServer(handlers) as srv:
             p = OpenAICompatible(
                 srv.base_url,
                 None,
@@ -140,7 +141,7 @@ def test_the_line_bound_is_configurable_and_counts_an_events_data_lines_together
     )
 
     async def go() -> str:
-        async with Loopback([sse(payload, piece=4096)]) as srv:
+        async with LoopbackServer([sse(payload, piece=4096)]) as srv:
             async with OpenAICompatible(srv.base_url, None, "m", max_line_bytes=MiB) as p:
                 return (await collect(p.stream(REQ))).text
 
@@ -151,7 +152,7 @@ def test_the_agent_ends_the_turn_on_a_bound_without_continuing() -> None:
     session = Session()
 
     async def go() -> int:
-        async with Loopback([streaming(HEL, huge_line(2 * MiB))]) as srv:
+        async with LoopbackServer([streaming(HEL, huge_line(2 * MiB))]) as srv:
             async with OpenAICompatible(srv.base_url, None, "m", retry=FAST, max_line_bytes=MiB) as p:
                 with pytest.raises(StreamProtocolError, match="max_line_bytes"):
                     await Agent(p, session=session).run("hi")
@@ -289,7 +290,7 @@ def run_big_call(options: Options) -> tuple[Session, list[int], float]:
     session = Session()
 
     async def go() -> float:
-        async with Loopback([sse(big_call_stream(text), piece=64 * 1024), sse(final)]) as srv:
+        async with LoopbackServer([sse(big_call_stream(text), piece=64 * 1024), sse(final)]) as srv:
             async with OpenAICompatible(srv.base_url, None, "m", retry=FAST) as p:
                 t0 = time.monotonic()
                 assert await Agent(p, [put], session, options).run("write it") == "done"

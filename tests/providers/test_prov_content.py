@@ -14,8 +14,9 @@ import pytest
 from foldlog import Agent, Options, Session, UnsupportedContentError, tool
 from foldlog.providers import DeepSeek, OpenAI, OpenAICompatible, Request, RetryPolicy, collect
 from foldlog.providers.content import TEXT_ONLY, ContentScan, non_text_blocks
-from foldlog.providers.local import LocalLlama
-from tests.providers.prov_loopback import Loopback, chunk_obj, sse, sse_lines
+from foldlog.providers.local.provider import LocalLlama
+from tests.support.chat_server import chunk_obj, sse_lines
+from tests.support.http_server import LoopbackServer, sse
 
 FAST = RetryPolicy(base_delay=0.01, max_delay=0.05)
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
@@ -91,9 +92,9 @@ def image_session() -> Session:
     return s
 
 
-def serve(provider_of: Any, s: Session, handlers: list[Any]) -> tuple[Loopback, Any]:
-    async def go() -> tuple[Loopback, Any]:
-        async with Loopback(handlers) as srv:
+def serve(provider_of: Any, s: Session, handlers: list[Any]) -> tuple[LoopbackServer, Any]:
+    async def go() -> tuple[LoopbackServer, Any]:
+        async with LoopbackServer(handlers) as srv:
             p = provider_of(srv.base_url)
             try:
                 wire_style = p.wire_style()
@@ -218,8 +219,8 @@ def screenshot() -> list[dict[str, Any]]:
 def test_a_screenshot_tool_reaches_the_model_as_an_image() -> None:
     s = Session(system="You look at screens.")
 
-    async def go() -> Loopback:
-        async with Loopback([sse(call_reply("c1", "screenshot")), sse(GOOD)]) as srv:
+    async def go() -> LoopbackServer:
+        async with LoopbackServer([sse(call_reply("c1", "screenshot")), sse(GOOD)]) as srv:
             p = OpenAICompatible(srv.base_url, None, "vision-1", retry=FAST)
             try:
                 assert await Agent(p, [screenshot], s).run("what is on the screen?") == "A red pixel."
@@ -245,8 +246,8 @@ def test_a_screenshot_tool_reaches_the_model_as_an_image() -> None:
 def test_the_same_tool_against_a_text_only_model_ends_the_turn_before_sending() -> None:
     s = Session(system="s")
 
-    async def go() -> tuple[Loopback, BaseException | None]:
-        async with Loopback([sse(call_reply("c1", "screenshot")), sse(GOOD)]) as srv:
+    async def go() -> tuple[LoopbackServer, BaseException | None]:
+        async with LoopbackServer([sse(call_reply("c1", "screenshot")), sse(GOOD)]) as srv:
             p = DeepSeek(api_key="sk-test", base_url=srv.base_url, retry=FAST)
             try:
                 await Agent(p, [screenshot], s, Options(max_steps=3)).run("look")

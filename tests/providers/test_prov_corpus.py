@@ -12,12 +12,13 @@ import pytest
 from foldlog.errors import APIError
 from foldlog.providers import OpenAICompatible, Request, collect
 from foldlog.providers.collect import Completion
-from tests.providers.prov_loopback import Loopback, corpus, sse
+from tests.conftest import SHARED
+from tests.support.http_server import LoopbackServer, sse
 
-LANGCHAINGO = corpus("langchaingo-httprr")
-PYDANTIC = corpus("pydantic-ai-cassettes", "extracted")
-VERCEL = corpus("vercel-ai-sdk-fixtures")
-OPENAI_PY = corpus("openai-python-snapshots")
+LANGCHAINGO = SHARED.joinpath("corpus", "langchaingo-httprr")
+PYDANTIC = SHARED.joinpath("corpus", "pydantic-ai-cassettes", "extracted")
+VERCEL = SHARED.joinpath("corpus", "vercel-ai-sdk-fixtures")
+OPENAI_PY = SHARED.joinpath("corpus", "openai-python-snapshots")
 
 SSE_FILES = sorted(
     [
@@ -70,8 +71,8 @@ def _oracle(payload: bytes) -> dict[str, Any]:
     }
 
 
-async def _replay(payload: bytes, piece: int) -> tuple[Completion, Loopback]:
-    async with Loopback([sse(payload, piece=piece)]) as srv:
+async def _replay(payload: bytes, piece: int) -> tuple[Completion, LoopbackServer]:
+    async with LoopbackServer([sse(payload, piece=piece)]) as srv:
         provider = OpenAICompatible(srv.base_url, "sk-test", "m")
         try:
             got = await collect(provider.stream(Request(messages=[{"role": "user", "content": "hi"}])))
@@ -161,7 +162,7 @@ def test_gpt_oss_error_event_after_reasoning() -> None:
     payload = (PYDANTIC / "test_tool_use_failed_error_streaming_with_text__00.response.sse").read_bytes()
 
     async def run() -> list[Any]:
-        async with Loopback([sse(payload)]) as srv:
+        async with LoopbackServer([sse(payload)]) as srv:
             p = OpenAICompatible(srv.base_url, None, "m")
             chunks = [c async for c in p.stream(Request(messages=[]))]
             await p.aclose()

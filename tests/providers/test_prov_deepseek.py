@@ -12,9 +12,11 @@ from foldlog import _core
 from foldlog.cost.prices import Price, price_request
 from foldlog.errors import AuthError
 from foldlog.providers import DeepSeek, OpenAI, Request, Usage, collect
-from tests.providers.prov_loopback import Loopback, corpus, sse, sse_lines, status
+from tests.conftest import SHARED
+from tests.support.chat_server import sse_lines
+from tests.support.http_server import LoopbackServer, sse, status
 
-PYDANTIC = corpus("pydantic-ai-cassettes", "extracted")
+PYDANTIC = SHARED.joinpath("corpus", "pydantic-ai-cassettes", "extracted")
 THINKING_LOOP = "test_deepseek_deferred_capability_with_thinking__{:02d}.{}.json"
 
 
@@ -37,7 +39,7 @@ def test_thinking_loop_response_parses_parallel_calls_and_cache_usage() -> None:
     raw = (PYDANTIC / THINKING_LOOP.format(1, "response")).read_text()
 
     async def go() -> Any:
-        async with Loopback([status(200, raw)]) as srv:
+        async with LoopbackServer([status(200, raw)]) as srv:
             ds = DeepSeek("sk-x", base_url=srv.base_url)
             got = await collect(ds.stream(Request(messages=[{"role": "user", "content": "My guess is 4"}])))
             await ds.aclose()
@@ -111,7 +113,7 @@ def test_streamed_reply_is_priced_and_accounted() -> None:
     ]  # fmt: skip
 
     async def go() -> Any:
-        async with Loopback([sse(sse_lines(objs))]) as srv:
+        async with LoopbackServer([sse(sse_lines(objs))]) as srv:
             ds = DeepSeek("sk-x", base_url=srv.base_url)
             got = await collect(ds.stream(Request(messages=[{"role": "user", "content": "x"}])))
             await ds.aclose()
@@ -164,7 +166,7 @@ def test_beta_base_url_refuses_tools_and_bad_effort() -> None:
 
 def test_401_from_deepseek_is_auth_error() -> None:
     async def go() -> None:
-        async with Loopback([status(401, '{"error":{"message":"Authentication Fails"}}')]) as srv:
+        async with LoopbackServer([status(401, '{"error":{"message":"Authentication Fails"}}')]) as srv:
             ds = DeepSeek("sk-wrong-key-000", base_url=srv.base_url)
             try:
                 await collect(ds.stream(Request(messages=[])))

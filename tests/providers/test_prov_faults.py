@@ -12,7 +12,8 @@ import pytest
 from foldlog.errors import APIError, AuthError, ProviderError, ProviderTimeout, StreamInterrupted
 from foldlog.providers import Chunk, OpenAICompatible, Request, RetryPolicy, collect
 from foldlog.providers.collect import Completion
-from tests.providers.prov_loopback import Handler, Loopback, chunk_obj, sse, sse_lines, status
+from tests.support.chat_server import chunk_obj, sse_lines
+from tests.support.http_server import Handler, LoopbackServer, sse, status
 
 FAST = RetryPolicy(base_delay=0.01, max_delay=0.05)
 KEY = "sk-very-secret-key-123456"
@@ -37,9 +38,9 @@ class Recorder:
 
 async def _run(
     handlers: Sequence[Handler], *, policy: RetryPolicy = FAST, stall: float = 120.0, **kw: Any
-) -> tuple[Completion, Loopback, Recorder]:
+) -> tuple[Completion, LoopbackServer, Recorder]:
     rec = Recorder()
-    async with Loopback(handlers) as srv:
+    async with LoopbackServer(handlers) as srv:
         p = OpenAICompatible(srv.base_url, KEY, "m", retry=policy, stall_timeout=stall, on_retry=rec, **kw)
         try:
             got = await collect(p.stream(REQ))
@@ -48,19 +49,19 @@ async def _run(
     return got, srv, rec
 
 
-def run(handlers: Sequence[Handler], **kw: Any) -> tuple[Completion, Loopback, Recorder]:
+def run(handlers: Sequence[Handler], **kw: Any) -> tuple[Completion, LoopbackServer, Recorder]:
     return asyncio.run(_run(handlers, **kw))
 
 
 def raises(
     exc: type[BaseException], handlers: Sequence[Handler], **kw: Any
-) -> tuple[Any, Loopback, Recorder]:
+) -> tuple[Any, LoopbackServer, Recorder]:
     box: dict[str, Any] = {}
 
     async def go() -> None:
         rec = Recorder()
         box["rec"] = rec
-        async with Loopback(handlers) as srv:
+        async with LoopbackServer(handlers) as srv:
             box["srv"] = srv
             p = OpenAICompatible(srv.base_url, KEY, "m", retry=kw.pop("policy", FAST), on_retry=rec, **kw)
             chunks: list[Chunk] = []
@@ -129,7 +130,7 @@ def test_other_4xx_is_api_error_with_first_4_kib_of_body() -> None:
 def test_network_errors_are_retried_then_reported() -> None:
     async def go() -> Recorder:
         rec = Recorder()
-        async with Loopback([sse(GOOD)]) as srv:
+        async with LoopbackServer([sse(GOOD)]) as srv:
             url = srv.base_url
         # the server is gone: connections are refused
         p = OpenAICompatible(url, KEY, "m", retry=RetryPolicy(max_retries=3, base_delay=0.01), on_retry=rec)
@@ -272,7 +273,7 @@ def test_non_streaming_json_answer_is_accepted() -> None:
 
 def test_request_body_is_byte_stable_and_carries_options() -> None:
     async def go() -> list[Any]:
-        async with Loopback([sse(GOOD)]) as srv:
+        async with LoopbackServer([sse(GOOD)]) as srv:
             p = OpenAICompatible(
                 srv.base_url, KEY, "m", extra_body={"top_p": 0.5}, headers={"X-Org": "o"}, max_tokens=77
             )
@@ -308,7 +309,7 @@ def test_bad_arguments_are_named() -> None:
     with pytest.raises(ValueError, match="model is required"):
         OpenAICompatible("http://x", None, None)
     with pytest.raises(ValueError, match="tool name"):
-        from foldlog.providers.openai_compat import normalize_tools
+        from foldlog.providers.http.openai_compat import normalize_tools
 
         normalize_tools([{"name": ""}])
 

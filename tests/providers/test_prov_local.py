@@ -17,8 +17,8 @@ import pytest
 
 from foldlog.errors import ProviderError
 from foldlog.providers import LlamaServer, LocalLlama, OpenAICompatible, Request
-from foldlog.providers import local as local_mod
-from foldlog.providers.gemma_chat import EXAMPLES
+from foldlog.providers.local import provider as local_mod
+from foldlog.providers.local.gemma_chat import EXAMPLES
 from tests.providers.local_model import require_local, require_server
 
 TOOL = {

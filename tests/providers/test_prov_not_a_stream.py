@@ -12,8 +12,9 @@ import pytest
 
 from foldlog.errors import StreamProtocolError, UnexpectedResponseError
 from foldlog.providers import OpenAICompatible, Request, RetryPolicy, collect
-from foldlog.providers.anthropic import Anthropic
-from tests.providers.prov_loopback import Handler, Loopback, Received, sse, sse_lines
+from foldlog.providers.anthropic.provider import Anthropic
+from tests.support.chat_server import sse_lines
+from tests.support.http_server import Handler, LoopbackServer, Received, sse
 
 FAST = RetryPolicy(base_delay=0.01, max_delay=0.05)
 REQ = Request(messages=[{"role": "user", "content": "hi"}])
@@ -41,7 +42,7 @@ def _fail(handler: Handler, *, anthropic: bool = False) -> tuple[UnexpectedRespo
     box: dict[str, Any] = {}
 
     async def go() -> None:
-        async with Loopback([handler]) as srv:
+        async with LoopbackServer([handler]) as srv:
             kw: dict[str, Any] = {"retry": FAST, "on_retry": lambda *a: retries.append(a)}
             p: OpenAICompatible = (
                 Anthropic(api_key="k", base_url=srv.base_url.removesuffix("/v1"), **kw)
@@ -90,7 +91,7 @@ def test_streams_json_and_unlabelled_bodies_are_still_read() -> None:
     )
 
     async def go(handler: Handler) -> str:
-        async with Loopback([handler]) as srv:
+        async with LoopbackServer([handler]) as srv:
             p = OpenAICompatible(srv.base_url, "k", "m", retry=FAST)
             try:
                 return (await collect(p.stream(REQ))).text

@@ -9,7 +9,8 @@ import asyncio
 import pytest
 
 from foldlog.providers import OpenAICompatible, Request, collect
-from tests.providers.prov_loopback import Loopback, Received, chunk_obj, sse_lines
+from tests.support.chat_server import chunk_obj, sse_lines
+from tests.support.http_server import LoopbackServer, Received
 
 GOOD = sse_lines(
     [
@@ -46,7 +47,7 @@ async def _peak_in_flight(requests: int, release_at: int, **kw: object) -> tuple
         finally:
             in_flight -= 1
 
-    async with Loopback([held]) as srv, OpenAICompatible(srv.base_url, "k", "m", **kw) as p:  # type: ignore[arg-type]
+    async with LoopbackServer([held]) as srv, OpenAICompatible(srv.base_url, "k", "m", **kw) as p:  # type: ignore[arg-type]
         asks = [Request(messages=[{"role": "user", "content": f"q{i}"}]) for i in range(requests)]
         done = await asyncio.gather(*(collect(p.stream(r)) for r in asks))
     return peak, [c.text for c in done]

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from foldlog.providers.sse import SSEDecoder, SSEEvent
-from tests.providers.prov_loopback import corpus
+from foldlog.providers.http.sse import SSEDecoder, SSEEvent
+from tests.conftest import SHARED
 
 
 def _decode(pieces: list[bytes]) -> list[SSEEvent]:
@@ -13,7 +13,9 @@ def _decode(pieces: list[bytes]) -> list[SSEEvent]:
 
 
 def test_every_split_point_gives_the_same_events() -> None:
-    raw = (corpus("langchaingo-httprr") / "TestFunctionCall-streaming-deepseek.response.sse").read_bytes()
+    raw = (
+        SHARED.joinpath("corpus", "langchaingo-httprr") / "TestFunctionCall-streaming-deepseek.response.sse"
+    ).read_bytes()
     whole = _decode([raw])
     assert whole[-1].data == "[DONE]" and len(whole) > 5
     for cut in range(0, len(raw), 37):

@@ -19,10 +19,19 @@ from typing import Any
 
 import pytest
 
+from tests.stores.store_helpers import stop_workers
+
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER_SCRIPT = REPO / "scripts" / "pg-test-cluster.sh"
 
 STORE_KINDS = ["postgres", "file"]
+
+
+@pytest.fixture(autouse=True)
+def _stop_workers() -> Iterator[None]:
+    """Each test's worker processes end with it, their pipes closed."""
+    yield
+    stop_workers()
 
 
 @pytest.fixture(scope="session")

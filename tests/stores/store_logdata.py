@@ -100,7 +100,7 @@ def load_with_reader(data: bytes, tmp: Path) -> tuple[int, int]:
 
         log, report = _core.Log.parse(data)
         assert report["torn"] is None and not report["missing_newline"], report
-        assert log.repair_needed() == 0
+        assert _core.repair_needed(log) == 0
         return len(log), log.derived_len()
     path = tmp / "loaded.jsonl"
     path.write_bytes(data)

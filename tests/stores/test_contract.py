@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from foldlog.errors import InvalidEventError, SessionLockedError, StorageError
-from foldlog.stores.base import SessionInfo, SessionStore, StoreWriter
+from foldlog.stores.base import SessionInfo, SessionStore, StoreWriter, StoreWriterBase, declared_writer
 from tests.stores.store_helpers import read_message, start_worker
 from tests.stores.store_logdata import header, header_line, line, load_with_reader, parse_log, step_batch
 
@@ -29,6 +29,17 @@ def test_store_and_writer_satisfy_the_protocols(store: Any) -> None:
     writer = store.open_writer("p", header_line("p"))
     try:
         assert isinstance(writer, StoreWriter)
+    finally:
+        writer.close()
+
+
+def test_the_writer_declares_its_abilities(store: Any) -> None:
+    # what `Session` reaches the store through: the shipped writers declare their own
+    writer = store.open_writer("d", header_line("d"))
+    try:
+        assert isinstance(writer, StoreWriterBase) and declared_writer(writer) is writer
+        # a file writer names its file (a released session reads it back); a database, none
+        assert writer.path is None or writer.path.read_bytes() == writer.read_log()
     finally:
         writer.close()
 

@@ -83,6 +83,8 @@ def test_second_writer_is_refused_at_once_naming_the_holder(tmp_path: Path) -> N
         assert holder.stdin is not None
         holder.stdin.close()
         holder.wait(10)
+        assert holder.stdout is not None
+        holder.stdout.close()
     with Session.open(p) as s:  # released when the holder exits
         assert s.writable
 
@@ -112,6 +114,7 @@ def test_writer_killed_mid_stream_loses_nothing_it_flushed(tmp_path: Path) -> No
             break
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
+    proc.stdout.close()
     s = Session.load(p)
     contents = [m["content"] for m in s.derive_messages()]
     assert len(contents) >= last + 1, "every flushed event survived"

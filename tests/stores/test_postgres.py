@@ -15,11 +15,13 @@ from typing import Any
 import psycopg
 import pytest
 
+from foldlog import _core
 from foldlog.errors import InvalidEventError, SessionLockedError, StorageError
 from foldlog.stores import postgres as pg
 from foldlog.stores.postgres import SCHEMA_VERSION, PostgresStore, init_db, migrations, schema_version
 from tests.stores.store_helpers import REPO, read_message, start_worker
 from tests.stores.store_logdata import header, header_line, line, load_with_reader, parse_log, step_batch
+from tests.support.history import three_ls_calls
 
 
 @pytest.fixture
@@ -392,12 +394,7 @@ def test_a_released_session_reloads_from_postgres_without_tokenizing_again(
     s = Session.open(pstore, "released")
     s.model = model  # before the first message, so that every flushed message carries its count
     s.add({"role": "system", "content": "sys"})
-    s.add({"role": "user", "content": "list the files"})
-    for k in range(3):
-        call = {"id": f"c{k}", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
-        s.add({"role": "assistant", "content": "", "tool_calls": [call]})
-        s.add({"role": "tool", "tool_call_id": f"c{k}", "name": "ls", "content": f"file{k}"})
-    s.add({"role": "assistant", "content": "three files"})
+    three_ls_calls(s)
     before = list(s.derive_messages())
     count = s.token_count(model)
     counts = s.token_counts(model)
@@ -424,7 +421,7 @@ def test_a_released_session_reloads_from_postgres_without_tokenizing_again(
     assert s.derive_messages() == before
     assert not s.released
     assert s.token_count(model) == count + 1000 and count.exact, "counted from the stored lines"
-    assert s._core.cached_token_events() == len(before)
+    assert _core.cached_token_events(s._core) == len(before)
     assert s.token_counts(model) == [counts[0], counts[1] + 1000, *counts[2:]]
     assert len(s.plan_history(model)) == len(before)
     assert s.wire_json() == body

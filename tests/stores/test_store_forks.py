@@ -9,6 +9,7 @@ from typing import Any
 import psycopg
 
 from foldlog import Session
+from foldlog.log.forks import fork_session
 from foldlog.stores.file import FileStore
 from foldlog.stores.postgres import PostgresStore
 
@@ -24,7 +25,7 @@ def test_a_postgres_fork_copies_the_history_and_lists_under_its_parent(pg_dsn: s
         parent = Session.open(store, "pg-parent", system="sys")
         parent.add({"role": "user", "content": "q"})
         parent.add({"role": "assistant", "content": "a"})
-        fork = parent.fork(at_seq=1)
+        fork = fork_session(parent, at_seq=1)
         assert fork.writable and fork.path is None
         assert dict(fork.parent or {}) == {"kind": "fork", "id": "pg-parent", "atSeq": 1}
         fork.add({"role": "assistant", "content": "other a"})
@@ -43,7 +44,7 @@ def test_file_store_listing_names_parents_and_a_fresh_fork_continues_its_parents
     store = FileStore(tmp_path)
     parent = Session.open(store, "p", system="sys")
     parent.add({"role": "user", "content": "q"})
-    fork: Any = parent.fork()
+    fork: Any = fork_session(parent)
     parent.close()
     fork.close()
     rows = {info.id: info for info in store.list_sessions()}

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
@@ -25,7 +26,7 @@ from tests.telemetry.otel_helpers import memory_provider, spans
 
 
 class PricedScripted(Scripted):
-    prices: ClassVar[dict[str, Price]] = {"scripted": Price(input=1.0, output=2.0)}
+    prices: Mapping[str, Price] = {"scripted": Price(input=1.0, output=2.0)}
 
 
 @tool(read_only=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from foldlog import ToolRegistry
-from foldlog.providers.base import ToolCall
+from foldlog.log.grammar.types import ToolCall
 from foldlog.tools.builtin import Workspace, WorkspaceError, builtin_tools, scrubbed_env
 from foldlog.tools.host import ToolLimits
 from foldlog.tools.runner import ToolRunner

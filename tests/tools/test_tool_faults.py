@@ -22,8 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from foldlog import Agent, Options, Session, ToolRegistry, tool
+from foldlog.log.grammar.types import ToolCall
 from foldlog.providers import Scripted
-from foldlog.providers.base import ToolCall
 from foldlog.tools.builtin import builtin_tools
 from foldlog.tools.host import ToolLimits
 from foldlog.tools.output import MARKER_SLACK, HeadTail, cap_text, clean_text

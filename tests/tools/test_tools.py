@@ -10,8 +10,8 @@ import pytest
 
 from foldlog import Agent, Options, Session, Tool, ToolRegistry, tool
 from foldlog.hooks import ToolContext
+from foldlog.log.grammar.types import ToolCall
 from foldlog.providers import Scripted
-from foldlog.providers.base import ToolCall
 from foldlog.tools.host import ToolLimits
 from foldlog.tools.runner import ToolRunner, cap_output
 from foldlog.tools.schema import SchemaError, validate

@@ -12,14 +12,17 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from foldlog.agent.approvals import _Paused, approval_required, pause
 from foldlog.agent.hook_points import HookPoints, _TurnEnd
 from foldlog.agent.inbox import Inbox
 from foldlog.agent.options import Options
 from foldlog.agent.output import OutputRun
 from foldlog.agent.recorder import Reply, StepRecorder
 from foldlog.agent.request import HookedProvider, Params, Requests, read_stream
+from foldlog.agent.resume import Resuming
 from foldlog.compaction.compactor import Compactor
 from foldlog.cost.meter import AgentMeter
 from foldlog.errors import (
@@ -47,13 +50,17 @@ from foldlog.hooks import (
     run_waterfall,
     stream_decision,
 )
+from foldlog.providers.base import declared
 from foldlog.tools.registry import Tool, ToolRegistry
 from foldlog.tools.runner import ToolRunner
 
 if TYPE_CHECKING:
+    from foldlog.log.grammar.types import ToolCall, Usage
     from foldlog.log.session import Session
-    from foldlog.providers.base import Provider, ToolCall, Usage
+    from foldlog.log.unfinished import UnfinishedTurn
+    from foldlog.providers.base import Provider
     from foldlog.tools.host import ToolOutcome
+    from foldlog.tools.runner import CallResult
     from foldlog.tools.toolset import Toolset
 
 _log = logging.getLogger("foldlog.agent")
@@ -68,7 +75,24 @@ NOT_RUN_GRACE = "error: not executed: the step limit was reached and tools are d
 FAILED_BEFORE = "error: not executed: the turn failed before this call ran"
 
 
-class Agent(HookPoints):
+@dataclass(slots=True)
+class _TurnState:
+    """Where a turn is: what its steps read and change."""
+
+    turn: int
+    #: the follow-up that started the turn, claimed by its first step
+    first: dict[str, Any] | None
+    step: int = 0
+    steps_used: int = 0
+    #: the next step is the grace step (tools off, the final answer asked for)
+    grace: bool = False
+    #: the loop guard saw a call make no progress: no tools on the next request
+    answer_now: bool = False
+    stream_retries: int = 0
+    answer: str = ""
+
+
+class Agent(HookPoints, Resuming):
     """Runs turns of a model with tools over a :class:`foldlog.Session`.
 
     ``tools`` is a :class:`ToolRegistry` or an iterable of tools / typed functions. ``sink``
@@ -106,10 +130,14 @@ class Agent(HookPoints):
         self._rec = StepRecorder(session, self._emit)
         self._requests = Requests(session, provider)
         self._runner = ToolRunner(self.registry, self, self.hooks, self.options.tool_limits)
+        self._runner.approved = set()  # a call that waits for approval pauses the turn
+        self._resuming: UnfinishedTurn | None = None  # the turn `resume` continues
         #: prices replies, keeps the session's spending, checks the budgets (foldlog.cost)
+        abilities = declared(provider)
         self.meter = AgentMeter(
             session,
-            provider,
+            price_provider=abilities.price_provider,
+            prices=abilities.prices,
             cost_limit=self.options.cost_limit,
             token_budget=self.options.token_budget,
             model=self._model,
@@ -165,7 +193,7 @@ class Agent(HookPoints):
 
     def subscribe(self, fn: Callable[[Mapping[str, Any]], Any]) -> Callable[[], None]:
         """Session-event subscriber: ``fn(event)`` after each committed event."""
-        return self.session.subscribe(fn)
+        return self.session.stream.subscribe(fn)
 
     def cancel(self) -> bool:
         """Stop the running turn (safe from any task or thread). ``run`` raises :class:`RunCancelled`."""
@@ -238,7 +266,7 @@ class Agent(HookPoints):
             raise AgentBusyError("this agent is already running; use followup()/steer() to add input")
         if prompt is not None:
             self.followup(prompt)
-        if not self.inbox.has_work():
+        if not self.inbox.has_work() and self._resuming is None:
             raise NothingToRunError("nothing to run: pass a prompt or queue input with followup()/steer()")
         self._loop = asyncio.get_running_loop()
         self._task = asyncio.current_task()
@@ -252,7 +280,7 @@ class Agent(HookPoints):
                 self._output = OutputRun.start(output_type, self.provider, self.options.output_retries)
                 self._output.install(self.registry)
             await self.registry.prepare()  # MCP servers: listed when the run starts
-            while self.inbox.has_work():
+            while self._resuming is not None or self.inbox.has_work():
                 answer = await self._turn_loop()
             if self._output is not None:
                 answer = self._output.result()
@@ -289,88 +317,20 @@ class Agent(HookPoints):
     # --- the turn --------------------------------------------------------------------------
 
     async def _turn_loop(self) -> str:
-        self._turn += 1
-        turn = self._turn
+        """One turn: its steps until one ends it (`_TurnEnd`), then its end logged; a
+        cancellation or an error closes the open step and the turn validly."""
         rec = self._rec
-        rec.start_turn(turn)
-        first = self.inbox.next_followup()
-        step = 0
-        steps_used = 0
-        grace = False
-        answer_now = False  # the loop guard saw a call make no progress: no tools on the next request
-        stream_retries = 0
-        answer = ""
+        plan, self._resuming = self._resuming, None  # `resume`: the same turn, started again
+        turn = self._turn = plan.turn if plan is not None else self._turn + 1
+        rec.start_turn(turn, resumed=plan.reason if plan is not None else None)
+        first = self.inbox.next_followup() if plan is None else None
+        state = _TurnState(turn, first, plan.step, plan.steps) if plan else _TurnState(turn, first)
         try:
+            await self._resume_turn(state, plan)
             while True:
-                claimed = ([first] if first is not None else []) + self.inbox.claim()
-                first = None
-                claimed = await self._pre_step(turn, step + 1, claimed)
-                step += 1
-                rec.start_step(turn, step)
-                for m in claimed:
-                    rec.user(m)
-                if grace:
-                    rec.user({"role": "user", "content": GRACE_PROMPT, "source": "grace"})
-                if self._output is not None:
-                    self._output.write_pending(rec)
-                steps_used += 1
-                st, stream_retries = await self._request(
-                    turn, step, not (grace or answer_now), stream_retries
-                )
-                content = "".join(st.text)
-                calls = st.calls if st.finish != "length" else []
-                cost = self.meter.price(st.usage) if st.usage is not None else None
-                rec.reply(turn, step, st, content, calls, cost.to_log() if cost is not None else None)
-                if st.usage is not None:
-                    self._report_usage(st.usage, cost.total if cost is not None else None)
-                if st.finish == "length":
-                    rec.close_step()
-                    raise _TurnEnd("max-tokens")
-                if calls:
-                    if grace:
-                        rec.calls(turn, step, calls)
-                        rec.fill_results(NOT_RUN_GRACE)
-                        rec.close_step()
-                        raise _TurnEnd("max-steps", {"steps": steps_used})
-                    if self._output is not None:
-                        self._output.begin_batch(calls)
-                    await self._run_tools(turn, step, calls)
-                    answer_now = answer_now or self._runner.no_progress
-                    rec.close_step()
-                    if self._output is not None and self._output_settled(turn, step):
-                        raise _TurnEnd("completed")
-                    await self._maybe_compact()
-                    grace = self._next_step(steps_used, grace)
-                    continue
-                rec.close_step()
-                answer = content
-                if self._output is not None and not self._output_answer(turn, step, content):
-                    # not valid: the retry message goes into the next step, a step like any other
-                    grace = self._next_step(steps_used, grace)
-                    continue
-                await self._turn_stopping(turn, answer)
-                if not self.inbox.has_steering():
-                    await self._maybe_compact()
-                if self.inbox.has_steering():
-                    grace = self._next_step(steps_used, grace)
-                    continue
-                raise _TurnEnd("completed")
+                await self._step(state)
         except _TurnEnd as end:
-            rec.end_turn(turn, end.kind, end.detail, end.error)
-            if end.kind == "budget":
-                d = end.detail
-                raise BudgetExceeded(
-                    f"turn {turn}: {end.error}",
-                    limit=d.get("limit"),
-                    used=d.get("used"),
-                    budget=d.get("budget"),
-                ) from None
-            if end.kind == "max-steps":
-                raise MaxStepsExceeded(
-                    f"turn {turn} used its {self.options.max_steps}-step budget"
-                    f"{' and the grace step' if self.options.grace_step else ''} without a final answer"
-                ) from None
-            return answer
+            return self._end_turn(state, end)
         except asyncio.CancelledError:
             rec.abort(turn, self._runner.done, self._runner.started)
             task = asyncio.current_task()
@@ -384,6 +344,97 @@ class Agent(HookPoints):
             rec.fail(turn, e, FAILED_BEFORE)
             raise
 
+    async def _step(self, t: _TurnState) -> None:
+        """One step: its input claimed and logged, one request, the reply recorded; then the
+        calls run (`_after_calls`) or the answer weighed (`_after_answer`). Returns when the turn
+        goes on; raises `_TurnEnd` when it ends."""
+        rec = self._rec
+        claimed = ([t.first] if t.first is not None else []) + self.inbox.claim()
+        t.first = None
+        claimed = await self._pre_step(t.turn, t.step + 1, claimed)
+        t.step += 1
+        rec.start_step(t.turn, t.step)
+        for m in claimed:
+            rec.user(m)
+        if t.grace:
+            rec.user({"role": "user", "content": GRACE_PROMPT, "source": "grace"})
+        if self._output is not None:
+            self._output.write_pending(rec)
+        t.steps_used += 1
+        st, t.stream_retries = await self._request(
+            t.turn, t.step, not (t.grace or t.answer_now), t.stream_retries
+        )
+        content = "".join(st.text)
+        calls = st.calls if st.finish != "length" else []
+        cost = self.meter.price(st.usage) if st.usage is not None else None
+        rec.reply(t.turn, t.step, st, content, calls, cost.to_log() if cost is not None else None)
+        if st.usage is not None:
+            self._report_usage(st.usage, cost.total if cost is not None else None)
+        if st.finish == "length":
+            rec.close_step()
+            raise _TurnEnd("max-tokens")
+        if calls:
+            await self._after_calls(t, calls)
+        else:
+            await self._after_answer(t, content)
+
+    async def _after_calls(self, t: _TurnState, calls: list[ToolCall]) -> None:
+        """A reply with tool calls: run them (none after the grace step), then compact when due."""
+        rec = self._rec
+        if t.grace:
+            rec.calls(t.turn, t.step, calls)
+            rec.fill_results(NOT_RUN_GRACE)
+            rec.close_step()
+            raise _TurnEnd("max-steps", {"steps": t.steps_used})
+        if self._output is not None:
+            self._output.begin_batch(calls)
+        results = await self._run_tools(calls)
+        if any(r.awaiting is not None for r in results):  # the turn pauses for a person
+            raise pause(rec, t.turn, t.step, results)
+        t.answer_now = t.answer_now or self._runner.no_progress
+        rec.close_step()
+        if self._output is not None and self._output.settled(self._rec, t.turn, t.step):
+            raise _TurnEnd("completed")
+        await self._maybe_compact()
+        t.grace = self._next_step(t.steps_used, t.grace)
+
+    async def _after_answer(self, t: _TurnState, content: str) -> None:
+        """A reply without calls: the answer, unless a typed answer is invalid (retried), a
+        ``turn_stopping`` hook or steering goes on with another step."""
+        self._rec.close_step()
+        t.answer = content
+        if self._output is not None and not self._output.answered_with(self._rec, t.turn, t.step, content):
+            # not valid: the retry message goes into the next step, a step like any other
+            t.grace = self._next_step(t.steps_used, t.grace)
+            return
+        await self._turn_stopping(t.turn, t.answer)
+        if not self.inbox.has_steering():
+            await self._maybe_compact()
+        if self.inbox.has_steering():
+            t.grace = self._next_step(t.steps_used, t.grace)
+            return
+        raise _TurnEnd("completed")
+
+    def _end_turn(self, t: _TurnState, end: _TurnEnd) -> str:
+        """Log the turn's end; its answer, or the error a budget or the step limit ends it with."""
+        self._rec.end_turn(t.turn, end.kind, end.detail, end.error)
+        if isinstance(end, _Paused):
+            raise approval_required(t.turn, end.calls) from None
+        if end.kind == "budget":
+            d = end.detail
+            raise BudgetExceeded(
+                f"turn {t.turn}: {end.error}",
+                limit=d.get("limit"),
+                used=d.get("used"),
+                budget=d.get("budget"),
+            ) from None
+        if end.kind == "max-steps":
+            raise MaxStepsExceeded(
+                f"turn {t.turn} used its {self.options.max_steps}-step budget"
+                f"{' and the grace step' if self.options.grace_step else ''} without a final answer"
+            ) from None
+        return t.answer
+
     def _next_step(self, steps_used: int, grace: bool) -> bool:
         """Whether the next step of the turn is the grace step; ends the turn ``max-steps`` when
         there may be none. Every step counts against ``max_steps``, whatever continues the turn
@@ -393,29 +444,6 @@ class Agent(HookPoints):
         if grace or (limit is not None and steps_used >= limit and not self.options.grace_step):
             raise _TurnEnd("max-steps", {"steps": steps_used})
         return limit is not None and steps_used >= limit
-
-    # --- typed output (the rules are in agent/output.py) -----------------------------------
-
-    def _output_settled(self, turn: int, step: int) -> bool:
-        """After a tool batch: whether the final-answer tool accepted an answer (raises when
-        its retries ran out)."""
-        out = self._output
-        assert out is not None
-        out.end_batch()
-        if out.failure is not None:
-            raise out.failure
-        if not out.accepted:
-            return False
-        out.record(self._rec, turn, step, out.value)
-        return True
-
-    def _output_answer(self, turn: int, step: int, content: str) -> bool:
-        out = self._output
-        assert out is not None
-        if out.answer_text(content):
-            out.record(self._rec, turn, step, out.value)
-            return True
-        return False
 
     # --- one request -----------------------------------------------------------------------
 
@@ -515,11 +543,10 @@ class Agent(HookPoints):
 
     # --- tools -----------------------------------------------------------------------------
 
-    async def _run_tools(self, turn: int, step: int, calls: list[ToolCall]) -> None:
-        self._rec.calls(turn, step, calls)
-        for r in await self._runner.run_batch(calls, turn=turn, step=step):
-            self._rec.result(r.content, r.is_error, r.meta)
+    async def _run_tools(self, calls: list[ToolCall]) -> list[CallResult]:
+        results = await self._rec.run_batch(self._runner, calls, self._flush)  # with its write-ahead
         await self._flush()
+        return results
 
     async def _flush(self) -> None:
         # An fsync takes milliseconds and would stall every other session on this event loop; the

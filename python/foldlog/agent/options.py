@@ -64,6 +64,10 @@ class Options(CompactionOptions):
     # typed output (`Agent.run(output_type=…)`): replies that do not validate sent back to the
     # model, naming the failing fields, before `OutputValidationError` (docs/output.md)
     output_retries: int = 2
+    # `Agent.resume` (docs/durable-runs.md): a call cut off before its result was stored runs
+    # again only when its tool is read_only or idempotent, else it gets an error result saying so;
+    # True runs every such call again (for tools whose repeated side effect does no harm)
+    rerun_interrupted: bool = False
 
     def __post_init__(self) -> None:
         # every bad value is refused here, naming the option, not later by whatever first uses it
@@ -80,7 +84,13 @@ class Options(CompactionOptions):
         check_number(_OWNER, "cost_limit", self.cost_limit, 0.0, optional=True)
         check_int(_OWNER, "token_budget", self.token_budget, 0, optional=True)
         check_int(_OWNER, "output_retries", self.output_retries, 0)
-        for flag in ("grace_step", "debug_invariants", "record_chunks", "release_when_idle"):
+        for flag in (
+            "grace_step",
+            "debug_invariants",
+            "record_chunks",
+            "release_when_idle",
+            "rerun_interrupted",
+        ):
             if not isinstance(getattr(self, flag), bool):
                 raise ConfigTypeError(f"Options.{flag} must be True or False, got {getattr(self, flag)!r}")
         if self.model is not None and not isinstance(self.model, str):

@@ -34,13 +34,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from foldlog.errors import ConfigError, OutputValidationError
+from foldlog.providers.base import declared
 from foldlog.tools.host import ToolOutcome
 from foldlog.tools.registry import Tool
 from foldlog.tools.schema import SchemaError, _is_typeddict, convert, type_schema, validate
 
 if TYPE_CHECKING:
     from foldlog.agent.recorder import StepRecorder
-    from foldlog.providers.base import ToolCall
+    from foldlog.log.grammar.types import ToolCall
+    from foldlog.providers.base import Provider
     from foldlog.tools.registry import ToolRegistry
 
 FINAL_TOOL = "final_answer"
@@ -230,8 +232,8 @@ class OutputRun:
             )
 
     @classmethod
-    def start(cls, output_type: Any, provider: Any, retries: int) -> OutputRun:
-        native = bool(getattr(provider, "structured_output", False))
+    def start(cls, output_type: Any, provider: Provider, retries: int) -> OutputRun:
+        native = declared(provider).structured_output
         return cls(OutputSpec.of(output_type), native=native, retries=retries)
 
     # --- the registry ---------------------------------------------------------------------
@@ -334,17 +336,32 @@ class OutputRun:
         """The ``output/validated`` event of the accepted answer (its JSON form); the next turn
         of the run needs an answer of its own."""
         self.accepted, self.answered = False, True
-        rec.append(
-            "output/validated",
-            {
-                "turn": turn,
-                "step": step,
-                "name": self.spec.name,
-                "mode": "native" if self.native else "tool",
-                "retries": self.failures,
-                "value": to_json(value),
-            },
+        rec.events.output_validated(
+            turn,
+            step,
+            name=self.spec.name,
+            mode="native" if self.native else "tool",
+            retries=self.failures,
+            value=to_json(value),
         )
+
+    def settled(self, rec: StepRecorder, turn: int, step: int) -> bool:
+        """After a tool batch: whether the final-answer tool accepted an answer, recorded then
+        (raises when its retries ran out)."""
+        self.end_batch()
+        if self.failure is not None:
+            raise self.failure
+        if not self.accepted:
+            return False
+        self.record(rec, turn, step, self.value)
+        return True
+
+    def answered_with(self, rec: StepRecorder, turn: int, step: int, content: str) -> bool:
+        """Whether a reply without calls is the typed answer (recorded then)."""
+        if not self.answer_text(content):
+            return False
+        self.record(rec, turn, step, self.value)
+        return True
 
 
 def _not_run_reason(arguments: str) -> str:

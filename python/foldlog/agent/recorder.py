@@ -1,143 +1,29 @@
-"""The one writer of the agent's event grammar (docs/log-format.md, "Turns and steps"):
-``turn/start``, ``step/start``, ``user/message``, ``assistant/message``, ``tool/call``,
-``tool/result``, ``step/end``, ``turn/end``.
-
-:class:`Recorder` builds each event's data and hands it to an ``append`` function: the agent's
-appends to its session as the loop goes (:class:`StepRecorder`, which also keeps the open step so
-that any end — an answer, an error, a cancellation — leaves the log valid); the transcript
-importers' collects a batch for `Session.append_events`
-(:class:`foldlog.interchange.events.EventBuilder`). No other code writes these events.
+"""The agent's side of writing the log: :class:`StepRecorder` appends the grammar's events
+(made by `foldlog.log.grammar.writer.EventWriter`, the one writer) to the agent's session as the
+loop goes, tells the sink what a front end shows, and keeps the open step so that any end — an
+answer, an error, a cancellation — leaves the log valid.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from foldlog.events import Steer, ToolDispatch, ToolResult, TurnDone, TurnStarted
+from foldlog.log.grammar.writer import EventWriter, assistant_message
 from foldlog.log.text import clean_text, display_text
-from foldlog.tools.content import render_text
 
 if TYPE_CHECKING:
+    from foldlog.log.grammar.types import ToolCall, Usage
     from foldlog.log.session import Session
-    from foldlog.providers.base import ToolCall, Usage
-    from foldlog.tools.runner import CallResult
-
-SurfaceOp = str | dict[str, Any]
-#: ``append(type, data, surface_op, source_event_seqs) -> seq``
-Append = Callable[[str, dict[str, Any], "SurfaceOp | None", "Sequence[int] | None"], int]
-#: a tool call as the log keeps it: ``(call id, tool name, raw JSON arguments)``
-CallSpec = tuple[str, str, str]
+    from foldlog.tools.runner import CallResult, ToolRunner
 
 _log = logging.getLogger("foldlog.agent")
 
 CANCELLED_BEFORE = "error: cancelled before execution"
 CANCELLED_DURING = "error: cancelled during execution"
-
-
-def assistant_message(
-    content: Any,
-    *,
-    reasoning: str | None = None,
-    calls: Sequence[CallSpec] = (),
-    thinking_blocks: Sequence[Mapping[str, str]] = (),
-) -> dict[str, Any]:
-    """An assistant message in the OpenAI chat shape the log keeps (``thinking_blocks``: the
-    provider's signed reasoning, sent back verbatim: docs/log-format.md)."""
-    message: dict[str, Any] = {"role": "assistant", "content": content}
-    if reasoning is not None:
-        message["reasoning_content"] = reasoning
-    if thinking_blocks:
-        message["thinking_blocks"] = [dict(b) for b in thinking_blocks]
-    if calls:
-        message["tool_calls"] = [
-            {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
-            for cid, name, args in calls
-        ]
-    return message
-
-
-class Recorder:
-    """Builds the grammar's events; ``append`` stores each one and returns its seq."""
-
-    __slots__ = ("_append",)
-
-    def __init__(self, append: Append) -> None:
-        self._append = append
-
-    def turn_start(self, turn: int) -> int:
-        return self._append("turn/start", {"turn": turn}, None, None)
-
-    def step_start(self, turn: int, step: int) -> int:
-        return self._append("step/start", {"turn": turn, "step": step}, None, None)
-
-    def user(self, message: Mapping[str, Any]) -> int:
-        """A user message (``role``, ``content``, and ``source`` when it is not typed input)."""
-        return self._append("user/message", dict(message), "append", None)
-
-    def assistant(
-        self,
-        turn: int,
-        step: int,
-        message: dict[str, Any],
-        *,
-        usage: Mapping[str, Any] | None = None,
-        interrupted: bool = False,
-        extra: Mapping[str, Any] | None = None,
-        sources: Sequence[int] | None = None,
-    ) -> int:
-        """A reply (``interrupted``: the text of a stream that stopped early); ``sources``: the
-        ``assistant/chunk`` events it was assembled from."""
-        data: dict[str, Any] = {"turn": turn, "step": step, "message": message}
-        if interrupted:
-            data["interrupted"] = True
-        if usage:
-            data["usage"] = dict(usage)
-        if extra:
-            data.update(extra)
-        return self._append("assistant/message", data, "append", sources)
-
-    def tool_call(self, turn: int, step: int, call_id: str, name: str, arguments: str) -> int:
-        data = {"turn": turn, "step": step, "callId": call_id, "name": name, "arguments": arguments}
-        return self._append("tool/call", data, None, None)
-
-    def tool_result(
-        self,
-        turn: int,
-        step: int,
-        call_id: str,
-        name: str,
-        content: Any,
-        is_error: bool,
-        *,
-        meta: Mapping[str, Any] | None = None,
-        call_seq: int | None = None,
-    ) -> int:
-        """The result of a call (``call_seq``: its ``tool/call`` event; ``None`` when no call was
-        seen, as in a foreign transcript). ``meta``: what was done to the output to make it
-        loggable (``utf8Replaced``, ``omittedBytes``, …)."""
-        message = {
-            "role": "tool",
-            "toolCallId": call_id,
-            "toolName": name,
-            "content": content,
-            "isError": bool(is_error),
-        }
-        data: dict[str, Any] = {"turn": turn, "step": step, "message": message}
-        if meta:
-            data["meta"] = dict(meta)
-        sources = [call_seq] if call_seq is not None else []
-        return self._append("tool/result", data, "append", sources)
-
-    def step_end(self, turn: int, step: int) -> int:
-        return self._append("step/end", {"turn": turn, "step": step}, None, None)
-
-    def turn_end(self, turn: int, kind: str, detail: Mapping[str, Any] | None = None) -> int:
-        return self._append(
-            "turn/end", {"turn": turn, "reason": {"kind": kind, **(detail or {})}}, None, None
-        )
 
 
 @dataclass(slots=True)
@@ -172,21 +58,14 @@ class StepRecorder:
     def __init__(self, session: Session, emit: Callable[[Any], None]) -> None:
         self.session = session
         self.emit = emit
-        self.events = Recorder(self.append)
+        #: the grammar's writer on the session (`request/header`, `assistant/chunk` and
+        #: `output/validated` are written through it by `request.py` and `output.py`)
+        self.events = EventWriter.on(session)
         self.open: OpenStep | None = None
 
-    def append(
-        self,
-        type_: str,
-        data: Mapping[str, Any],
-        surface_op: SurfaceOp | None = None,
-        sources: Sequence[int] | None = None,
-    ) -> int:
-        """Any event (``request/header``, ``assistant/chunk``, …); returns its seq."""
-        return self.session.append_event(type_, data, surface_op=surface_op, source_event_seqs=sources)
-
-    def start_turn(self, turn: int) -> None:
-        self.events.turn_start(turn)
+    def start_turn(self, turn: int, resumed: str | None = None) -> None:
+        """``resumed``: how the turn ended before `Agent.resume` continues it."""
+        self.events.turn_start(turn, resumed=resumed)
         self.emit(TurnStarted(turn))
 
     def start_step(self, turn: int, step: int) -> None:
@@ -241,6 +120,25 @@ class StepRecorder:
             self.open.calls.append((c, seq))
             self.emit(ToolDispatch(c.id, c.name, c.arguments))
 
+    async def run_batch(
+        self, runner: ToolRunner, calls: list[ToolCall], flush: Callable[[], Awaitable[None]]
+    ) -> list[CallResult]:
+        """Log and run the open step's batch with its write-ahead (docs/durable-runs.md): before a
+        tool that is not ``read_only`` runs, its call and everything before it are stored
+        (``flush``); its result is stored as soon as it is final."""
+        st = self.open
+        assert st is not None
+        self.calls(st.turn, st.step, calls)
+        if not all(runner.read_only(c.name) for c in calls):
+            await flush()
+
+        async def stored(r: CallResult) -> None:
+            self.result(r.content, r.is_error, r.meta)
+            if r.awaiting is None and not runner.read_only(r.call.name):
+                await flush()
+
+        return await runner.run_batch(calls, turn=st.turn, step=st.step, on_result=stored)
+
     def result(
         self, content: str | list[dict[str, Any]], is_error: bool, meta: Mapping[str, Any] | None = None
     ) -> None:
@@ -252,7 +150,7 @@ class StepRecorder:
         self.events.tool_result(
             st.turn, st.step, call.id, call.name, content, is_error, meta=meta, call_seq=seq
         )
-        self.emit(ToolResult(call.id, call.name, render_text(content), is_error))
+        self.emit(ToolResult(call.id, call.name, display_text(content), is_error))
 
     def fill_results(
         self, content: str, done: Mapping[int, CallResult] | None = None, started: set[int] | None = None
@@ -310,4 +208,4 @@ class StepRecorder:
         self.end_turn(turn, "aborted", {}, "cancelled")
 
 
-__all__ = ["CallSpec", "OpenStep", "Recorder", "Reply", "StepRecorder", "assistant_message"]
+__all__ = ["CANCELLED_BEFORE", "CANCELLED_DURING", "OpenStep", "Reply", "StepRecorder"]

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from foldlog.errors import InvariantError, StreamInterrupted
 from foldlog.events import Reasoning, Text, ToolDispatch
 from foldlog.hooks import StreamContext, run_waterfall, stream_decision
+from foldlog.log.grammar import kinds
 from foldlog.log.text import SurrogateJoiner, clean_text
-from foldlog.providers.base import Request, chunk_data
+from foldlog.providers.base import ProviderBase, Request, chunk_data, declared
 from foldlog.providers.content import ContentScan
 
 if TYPE_CHECKING:
@@ -72,12 +73,13 @@ class Requests:
         self._header_tools, self._header_model, self._header_params = tools, model, header
         if key != self._header:
             self._header = key
-            recorder.append("request/header", json.loads(key))
+            recorder.events.request_header(json.loads(key))
 
     def build(self, params: Params, tools: Sequence[Mapping[str, Any]]) -> Request:
         """The request for the session as it is now (flushed: the header and claimed input are
         in the log before anything reaches the model)."""
-        style = _wire_style(self.provider)
+        abilities = declared(self.provider)
+        style = abilities.wire_style()
         wire = self.session.wire_request(style) if style is not None else None
         messages = wire.messages if wire is not None else self.session.wire_messages()
         return Request(
@@ -89,7 +91,7 @@ class Requests:
             params=params.extra,
             wire=wire,
             # indexed only for a provider that checks what it can send (a cost per request)
-            content=self._content.index(messages) if _checks_content(self.provider) else None,
+            content=self._content.index(messages) if abilities.content_types is not None else None,
         )
 
     def check_invariant(self, request: Request) -> None:
@@ -127,8 +129,7 @@ async def read_stream(
                 args = clean_text(chunk.call.arguments)[0]
                 chunk = dataclasses.replace(chunk, call=dataclasses.replace(chunk.call, arguments=args))
             if recorded is not None:
-                data = {"turn": turn, "step": step, "chunk": chunk_data(chunk)}
-                recorded.append(recorder.append("assistant/chunk", data))
+                recorded.append(recorder.events.chunk(turn, step, chunk_data(chunk)))
             if kind == "text":
                 reply.text.append(chunk.text)
                 emit(Text(chunk.text, turn, step))
@@ -163,18 +164,22 @@ async def read_stream(
     return reply
 
 
-class HookedProvider:
+class HookedProvider(ProviderBase):
     """A provider whose every stream passes through an agent's ``llm_stream`` hooks: what the
-    agent hands its compactor, so a summary call is no way around a stream policy. Everything
-    else is the wrapped provider's."""
+    agent hands its compactor, so a summary call is no way around a stream policy. Its model and
+    window are the wrapped provider's (read through); so are its declared abilities, as they are
+    when it is wrapped (the agent wraps for each compaction). It counts no requests itself."""
 
     def __init__(self, agent: Agent, provider: Provider, purpose: Literal["step", "compaction"]) -> None:
         self._agent = agent
         self._provider = provider
         self._purpose = purpose
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._provider, name)
+        abilities = declared(provider)
+        self.content_types = abilities.content_types
+        self.structured_output = abilities.structured_output
+        self.price_provider = abilities.price_provider
+        self.prices = abilities.prices
+        self._wire_style = abilities.wire_style()
 
     def __repr__(self) -> str:
         return f"HookedProvider({self._provider!r})"
@@ -190,6 +195,9 @@ class HookedProvider:
     @property
     def context_window(self) -> int | None:
         return self._provider.context_window
+
+    def wire_style(self) -> str | None:
+        return self._wire_style
 
     async def stream(self, request: Request) -> AsyncIterator[Any]:
         listeners = self._agent.hooks.llm_stream_hooks
@@ -214,23 +222,11 @@ class HookedProvider:
         await self._provider.aclose()
 
 
-def _checks_content(provider: Any) -> bool:
-    """Whether the provider checks what it can send (it declares ``content_types``)."""
-    return getattr(provider, "content_types", None) is not None
-
-
-def _wire_style(provider: Any) -> str | None:
-    """The provider's wire style, when it sends the core's cached message JSON (`foldlog.log.wire`)."""
-    fn = getattr(provider, "wire_style", None)
-    style = fn() if callable(fn) else None
-    return style if isinstance(style, str) else None
-
-
 def _last_header(session: Session) -> str | None:
     events = session.events
     for i in range(len(events) - 1, -1, -1):
         ev = events[i]
-        if ev["type"] == "request/header":
+        if ev["type"] == kinds.REQUEST_HEADER:
             return json.dumps(ev["data"], sort_keys=True, default=str)
     return None
 

@@ -47,6 +47,9 @@ async def run_subagent(
     child = Agent(provider, registry, session, options, sink)
     if hooks is not None:
         child.hooks.share_capabilities(hooks)
+        # a delegated run cannot pause its parent's call for a person (docs/durable-runs.md): a
+        # call that needs approval is refused unless the approver says yes
+        child._runner.approved = None
     if on_child is not None:
         on_child(child)
     await child.run(prompt)

@@ -26,7 +26,7 @@ def usage_cost(usage: Mapping[str, Any], model: str | None) -> tuple[float | Non
     """``(cost, currency)`` of summed usage (the log's keys: ``promptTokens``, ``cacheHitTokens``,
     …) priced now at ``model``; ``(None, None)`` when the model has no known price."""
     from foldlog.cost.prices import price_request
-    from foldlog.providers.base import Usage
+    from foldlog.log.grammar.types import Usage
 
     cost = price_request(Usage.from_dict(usage), model)
     return (cost.total, cost.currency) if cost is not None else (None, None)

@@ -22,6 +22,8 @@ from foldlog.batch.cost import session_cost, usage_cost
 from foldlog.batch.grid import GridPoint
 from foldlog.batch.sources import Item
 from foldlog.errors import ConfigError, OutputExistsError
+from foldlog.log.grammar.reader import latest_model
+from foldlog.log.stats import log_stats
 
 if TYPE_CHECKING:
     from foldlog.compaction.settings import Strategy
@@ -167,17 +169,11 @@ def _postgres_store(dsn: str) -> Any:
 
 def logged_model(session: Session) -> str | None:
     """The model of the session's latest ``request/header`` (what it was billed as), if any."""
-    types = session.events.types()
-    for seq in range(len(types) - 1, -1, -1):
-        if types[seq] == "request/header":
-            model = session.events[seq]["data"].get("model")
-            if isinstance(model, str) and model:
-                return model
-    return None
+    return latest_model(session.events)
 
 
 def _stats(spec: JobSpec, item: Item, session: Session, recorded: Session | None) -> list[Row]:
-    stats = session.stats()
+    stats = log_stats(session)
     # counted as --model, else as the model the log names (the session's one rule)
     model = session.counting_model(spec.model)
     tokens = session.token_count(model)
@@ -307,7 +303,7 @@ async def _evaluate(
                 "cacheHitTokens": sum(u.cache_hit_tokens for u in summary_usage),
                 "cacheMissTokens": sum(u.cache_miss_tokens for u in summary_usage),
             },
-            getattr(provider, "model", None),
+            provider.model,
         )
         row.update(
             {
@@ -375,7 +371,7 @@ def _import(spec: JobSpec, item: Item, session: Session, recorded: Session | Non
     target = out / f"{session.id}.jsonl"
     _claim(target, spec.force)
     (recorded or session).save(target)
-    stats = session.stats()
+    stats = log_stats(session)
     return [
         {
             "path": str(target),

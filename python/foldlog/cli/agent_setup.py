@@ -44,26 +44,28 @@ def make_provider(cfg: Config, *, on_retry: Any = None) -> Provider:
     if name == "deepseek":
         if base_url:
             common["base_url"] = base_url
-        provider: Provider = _cls("deepseek", "DeepSeek")(model=model or DEFAULT_MODELS["deepseek"], **common)
+        deepseek = _cls("http.deepseek", "DeepSeek")
+        provider: Provider = deepseek(model=model or DEFAULT_MODELS["deepseek"], **common)
     elif name == "openai":
         if base_url:
             common["base_url"] = base_url
-        provider = _cls("openai", "OpenAI")(model=model or DEFAULT_MODELS["openai"], **common)
+        provider = _cls("http.openai", "OpenAI")(model=model or DEFAULT_MODELS["openai"], **common)
     elif name == "anthropic":
         if base_url:
             common["base_url"] = base_url
-        provider = _cls("anthropic", "Anthropic")(model=model or DEFAULT_MODELS["anthropic"], **common)
+        anthropic = _cls("anthropic.provider", "Anthropic")
+        provider = anthropic(model=model or DEFAULT_MODELS["anthropic"], **common)
     elif name == "openai-compatible":
         if not base_url:
             raise UsageError("--provider openai-compatible needs --base-url (or base_url in foldlog.toml)")
         if not model:
             raise UsageError("--provider openai-compatible needs --model (or model in foldlog.toml)")
         key = os.environ.get("FOLDLOG_API_KEY") or os.environ.get("OPENAI_API_KEY")
-        provider = _cls("openai_compat", "OpenAICompatible")(base_url, key, model, **common)
+        provider = _cls("http.openai_compat", "OpenAICompatible")(base_url, key, model, **common)
     elif name == "local":
         n_ctx = int(window) if window else 8192
         extra = {"on_retry": on_retry} if on_retry is not None else {}
-        provider = _cls("local", "LocalLlama")(n_ctx=n_ctx, **extra)
+        provider = _cls("local.provider", "LocalLlama")(n_ctx=n_ctx, **extra)
     else:
         raise UsageError(f"unknown provider {name!r}")
     return provider

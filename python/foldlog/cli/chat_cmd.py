@@ -20,19 +20,29 @@ from typing import Any
 
 from foldlog.cli.common import add_agent_options, config_from_args, console, human_size, surface_tokens
 from foldlog.cli.config import Config
-from foldlog.cli.exits import EXIT_OK, EXIT_TERMINATED
+from foldlog.cli.exits import EXIT_APPROVAL, EXIT_OK, EXIT_TERMINATED
 from foldlog.cli.live import LiveSink
+from foldlog.cli.log_view import chat_context
+from foldlog.log.grammar import kinds
 
 HELP = [
     ("/compact [focus]", "fold older history into a summary now (optionally saying what to keep)"),
     ("/status", "session, model and how full the context is"),
     ("/new", "start a new session"),
-    ("/resume [ID]", "switch to a session (default: the most recent other one)"),
+    (
+        "/resume [ID]",
+        "continue this session's unfinished turn (cut off, or paused for approval); with ID, or "
+        "when there is none, switch to a session (default: the most recent other one) and "
+        "continue its unfinished turn",
+    ),
+    ("/approve CALL_ID", "approve a call the paused turn waits for (then /resume)"),
+    ("/deny CALL_ID REASON", "deny a call the paused turn waits for, saying why (then /resume)"),
     ("/sessions", "list recent sessions"),
     ("/model NAME", "use another model from the next request on"),
     ("/tools", "list the tools, with the MCP server of each"),
     ("/tokens", "token usage and cost so far"),
     ("/cost", "what the session cost: by kind of token, per turn, per sub-agent"),
+    ("/context", "what fills the context window, by category (system, tools, digests, tail, …)"),
     ("/export PATH", "write the conversation as an OpenAI messages JSON file"),
     ("/help", "this list"),
     ("/quit", "leave (also /exit or Ctrl-D)"),
@@ -127,6 +137,8 @@ class _Reader:
 
 class Chat:
     def __init__(self, args: argparse.Namespace, cfg: Config) -> None:
+        from foldlog.providers.base import declared
+
         self.args = args
         self.cfg = cfg
         self.out = console(markup=False)  # paths, previews and help text hold brackets
@@ -135,7 +147,7 @@ class Chat:
         self.model: str | None = None
         self.sink = LiveSink(
             show_reasoning=bool(cfg.get("show_reasoning")),
-            requests_sent=lambda: getattr(self.provider, "requests_sent", None),
+            requests_sent=lambda: declared(self.provider).requests_sent,
         )
         self.session: Any = None
         self.agent: Any = None
@@ -156,7 +168,7 @@ class Chat:
         options.model = self.model
         tools = make_tools(workspace, bash=self.args.bash, mcp_servers=self.mcp_servers)
         self.agent = Agent(self.provider, tools, session, options, self.sink)
-        turns = sum(1 for ev in session.events if ev["type"] == "turn/start")
+        turns = session.events.types().count(kinds.TURN_START)
         self.out.print(f"session {session.id} · {turns} turn(s) · {session.path}", style="dim")
 
     def _open(self, ref: str | None, continue_latest: bool) -> None:
@@ -183,11 +195,14 @@ class Chat:
             "/cost": self.c_cost,
             "/new": self.c_new,
             "/resume": self.c_resume,
+            "/approve": self.c_approve,
+            "/deny": self.c_deny,
             "/sessions": self.c_sessions,
             "/model": self.c_model,
             "/tools": self.c_tools,
             "/compact": self.c_compact,
             "/export": self.c_export,
+            "/context": lambda rest: chat_context(self, rest),
         }
         handler = table.get(name)
         if handler is None:
@@ -216,7 +231,7 @@ class Chat:
 
     async def c_status(self, _: str) -> None:
         s = self.session
-        turns = sum(1 for ev in s.events if ev["type"] == "turn/start")
+        turns = s.events.types().count(kinds.TURN_START)
         surface = s.derive_messages()
         self.out.print(f"session  {s.id}  ({s.path})")
         self.out.print(f"model    {self.model or '?'} via {self.cfg.get('provider')}")
@@ -244,7 +259,11 @@ class Chat:
 
     async def c_resume(self, ref: str) -> None:
         from foldlog.cli.store import list_sessions
+        from foldlog.log.unfinished import unfinished_turn
 
+        if not ref and unfinished_turn(self.session) is not None:
+            await self.turn(None)  # this session's unfinished turn goes on
+            return
         if not ref:
             others = [i for i in list_sessions(self.cfg.sessions_dir) if i.id != self.session.id]
             if not others:
@@ -255,6 +274,39 @@ class Chat:
             self._open(ref, False)
         except FileNotFoundError as exc:
             self.out.print(str(exc), style="red")
+            return
+        if unfinished_turn(self.session) is not None:
+            await self.turn(None)
+
+    async def c_approve(self, call_id: str) -> None:
+        await self._answer(call_id.strip(), None)
+
+    async def c_deny(self, rest: str) -> None:
+        call_id, _, reason = rest.strip().partition(" ")
+        if not reason.strip():
+            self.out.print("usage: /deny CALL_ID REASON")
+            return
+        await self._answer(call_id, reason.strip())
+
+    async def _answer(self, call_id: str, denial: str | None) -> None:
+        """Record the answer to a waiting call (this chat holds the session's lock, so the answer
+        is given here rather than with `foldlog approve`)."""
+        from foldlog.errors import ApprovalStateError
+
+        if not call_id:
+            self.out.print("usage: /approve CALL_ID  or  /deny CALL_ID REASON")
+            return
+        try:
+            if denial is None:
+                self.session.approve(call_id)
+            else:
+                self.session.deny(call_id, denial)
+        except ApprovalStateError as exc:
+            self.out.print(str(exc), style="red")
+            return
+        self.out.print(
+            f"{'denied' if denial is not None else 'approved'} {call_id} — /resume continues the turn"
+        )
 
     async def c_sessions(self, _: str) -> None:
         from foldlog.cli.store import list_sessions
@@ -291,19 +343,22 @@ class Chat:
 
     # --- turns -------------------------------------------------------------------------------
 
-    async def turn(self, text: str) -> int:
-        """One turn; its exit code (`EXIT_TERMINATED` after a SIGTERM: the chat then ends)."""
+    async def turn(self, text: str | None) -> int:
+        """One turn (``None``: the session's unfinished turn goes on); its exit code
+        (`EXIT_TERMINATED` after a SIGTERM: the chat then ends)."""
         from foldlog.cli.run_cmd import drive
 
         self.turn_running = True
         try:
-            _, code, error = await drive(self.agent, text)
+            _, code, error = await drive(self.agent, text, resume=text is None)
         finally:
             self.turn_running = False
         self.sink.finish()
         self.session.flush()
         if error:
             self.out.print(error, style="yellow")
+        if code == EXIT_APPROVAL:  # this chat holds the session: the answers are given here
+            self.out.print("here: /approve CALL_ID or /deny CALL_ID REASON, then /resume", style="yellow")
         self.out.print(gauge(self.sink.totals.last_prompt_tokens, self.window()), style="dim")
         return code
 
@@ -351,7 +406,7 @@ class Chat:
 
 
 def _is_offline_model(provider: Any) -> bool:
-    from foldlog.providers.local import LocalLlama
+    from foldlog.providers.local.provider import LocalLlama
 
     return isinstance(provider, LocalLlama)
 

@@ -10,6 +10,7 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_MAX_STEPS = 3
+EXIT_APPROVAL = 4  # the turn paused for a person's approval (`foldlog approve`, then `run --resume`)
 EXIT_CANCELLED = 130
 EXIT_TERMINATED = 143  # 128 + SIGTERM: the turn was cancelled as by Ctrl-C, then foldlog stopped
 
@@ -19,6 +20,7 @@ class UsageError(FoldlogError, ValueError):
 
 
 __all__ = [
+    "EXIT_APPROVAL",
     "EXIT_CANCELLED",
     "EXIT_ERROR",
     "EXIT_MAX_STEPS",

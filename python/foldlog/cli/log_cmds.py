@@ -64,12 +64,13 @@ def add_parser(verbs: Any) -> None:
     imp.add_argument("--force", action="store_true", help="overwrite existing output files")
     imp.add_argument("--json", action="store_true", help="print what was written as JSON")
     imp.set_defaults(func=cmd_import)
-    from foldlog.cli import log_export, log_fork, log_tail
+    from foldlog.cli import log_export, log_fork, log_tail, log_view
     from foldlog.cli.trace_cmd import add_trace_parser
 
     log_export.add_parser(log_verbs)
     log_fork.add_parser(log_verbs)
     log_tail.add_parser(log_verbs)
+    log_view.add_parser(log_verbs)
     add_trace_parser(log_verbs)
 
 
@@ -113,9 +114,12 @@ def _report_load(session: Session, path: Path) -> None:
 
 def inspect_session(session: Any, path: Path | None = None, *, model: str | None = None) -> dict[str, Any]:
     """Counts of the log as stored (load-time repair events excluded) and of its surface: the
-    core's statistics (`Session.stats`), with the session's identity, tokens and health."""
+    core's statistics (`foldlog.log.stats.log_stats`), with the session's identity, tokens and
+    health."""
+    from foldlog.log.stats import log_stats
+
     repair = dict(getattr(session, "repair_report", {}) or {})
-    stats = session.stats()
+    stats = log_stats(session)
     tokens, tokenizer, exact = _surface_tokens(session, model)
     report: dict[str, Any] = {
         "id": getattr(session, "id", None),

@@ -23,6 +23,7 @@ VERBS = (
     "foldlog.cli.sessions_cmd",
     "foldlog.cli.run_cmd",
     "foldlog.cli.chat_cmd",
+    "foldlog.cli.approve_cmd",
     "foldlog.cli.db",
     "foldlog.cli.compact_cmd",
     "foldlog.cli.batch_cmd",

@@ -9,8 +9,9 @@ import signal
 import sys
 from typing import Any
 
-from foldlog.cli.common import add_agent_options, config_from_args
+from foldlog.cli.common import add_agent_options, config_from_args, session_path
 from foldlog.cli.exits import (
+    EXIT_APPROVAL,
     EXIT_CANCELLED,
     EXIT_ERROR,
     EXIT_MAX_STEPS,
@@ -23,7 +24,13 @@ from foldlog.cli.live import LiveSink
 
 def add_parser(verbs: Any) -> None:
     run = verbs.add_parser("run", help="run one prompt headless and print the answer")
-    run.add_argument("prompt", help="the prompt ('-' reads it from stdin)")
+    run.add_argument("prompt", nargs="?", help="the prompt ('-' reads it from stdin)")
+    run.add_argument(
+        "--resume",
+        metavar="SESSION",
+        help="continue SESSION's unfinished turn (cut off by a crash, or paused for approval) "
+        "instead of running a prompt (docs/durable-runs.md)",
+    )
     add_agent_options(run)
     run.add_argument("--json", action="store_true", help="print one JSON object per event, then a result")
     run.add_argument(
@@ -34,12 +41,15 @@ def add_parser(verbs: Any) -> None:
     run.set_defaults(func=cmd_run)
 
 
-async def drive(agent: Any, prompt: str | None, output_type: Any = None) -> tuple[Any, int, str | None]:
-    """Run one prompt; Ctrl-C cancels the turn, and so does SIGTERM (a service manager, ``kill``,
-    a container stopping): the turn ends ``aborted`` with its partial text logged, the exit code
-    is then 143. Returns (answer, exit code, error text); with ``output_type`` the answer is the
-    validated value."""
-    from foldlog.errors import FoldlogError, MaxStepsExceeded, RunCancelled
+async def drive(
+    agent: Any, prompt: str | None, output_type: Any = None, *, resume: bool = False
+) -> tuple[Any, int, str | None]:
+    """Run one prompt (``resume``: continue the session's unfinished turn instead); Ctrl-C cancels
+    the turn, and so does SIGTERM (a service manager, ``kill``, a container stopping): the turn
+    ends ``aborted`` with its partial text logged, the exit code is then 143. A turn that pauses
+    for approval exits 4 naming the calls. Returns (answer, exit code, error text); with
+    ``output_type`` the answer is the validated value."""
+    from foldlog.errors import ApprovalRequired, FoldlogError, MaxStepsExceeded, RunCancelled
 
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
@@ -59,9 +69,13 @@ async def drive(agent: Any, prompt: str | None, output_type: Any = None) -> tupl
         except (NotImplementedError, RuntimeError):  # not the main thread, or Windows
             pass
     try:
+        if resume:
+            return await agent.resume(), EXIT_OK, None
         if output_type is not None:
             return await agent.run(prompt, output_type=output_type), EXIT_OK, None
         return await agent.run(prompt), EXIT_OK, None
+    except ApprovalRequired as exc:
+        return "", EXIT_APPROVAL, approval_text(exc, agent.session.id)
     except MaxStepsExceeded as exc:
         return "", EXIT_MAX_STEPS, str(exc) or "max steps reached"
     except RunCancelled:
@@ -75,6 +89,18 @@ async def drive(agent: Any, prompt: str | None, output_type: Any = None) -> tupl
     finally:
         for sig in handled:
             loop.remove_signal_handler(sig)
+
+
+def approval_text(exc: Any, session_id: str) -> str:
+    """What a paused turn waits for, and the commands that go on."""
+    lines = [f"the turn paused for approval of {len(exc.calls)} call(s):"]
+    for c in exc.calls:
+        lines.append(f"  {c['id']}  {c['name']} {c['arguments']}")
+    lines.append(
+        f"answer each: foldlog approve {session_id} CALL_ID [--deny REASON]; "
+        f"then: foldlog run --resume {session_id}"
+    )
+    return "\n".join(lines)
 
 
 def _cancelled(terminated: bool) -> tuple[int, str]:
@@ -107,7 +133,7 @@ def force_first_tool(agent: Any, name: str | None) -> None:
     agent.hooks.request(first_step_calls)
 
 
-async def _main(args: argparse.Namespace, prompt: str) -> int:
+async def _main(args: argparse.Namespace, prompt: str | None) -> int:
     from foldlog.agent import Agent
     from foldlog.cli.agent_setup import (
         make_mcp_servers,
@@ -117,6 +143,7 @@ async def _main(args: argparse.Namespace, prompt: str) -> int:
         open_session,
         workspace_of,
     )
+    from foldlog.providers.base import declared
 
     cfg = config_from_args(args)
     workspace = workspace_of(cfg)
@@ -129,7 +156,7 @@ async def _main(args: argparse.Namespace, prompt: str) -> int:
         # with --output-schema stdout gets the validated JSON only (streamed text goes to stderr)
         out=sys.stderr if schema is not None and not args.json else None,
         show_reasoning=bool(cfg.get("show_reasoning")),
-        requests_sent=lambda: getattr(provider, "requests_sent", None),
+        requests_sent=lambda: declared(provider).requests_sent,
     )
     try:
         session = open_session(cfg, args.session, args.continue_latest, workspace)
@@ -137,7 +164,7 @@ async def _main(args: argparse.Namespace, prompt: str) -> int:
             tools = make_tools(workspace, bash=args.bash, mcp_servers=servers)
             agent = Agent(provider, tools, session, options, sink)
             force_first_tool(agent, args.force_tool)
-            answer, code, error = await drive(agent, prompt, schema)
+            answer, code, error = await drive(agent, prompt, schema, resume=args.resume is not None)
             session.flush()
         finally:
             session.close()
@@ -164,7 +191,8 @@ async def _main(args: argparse.Namespace, prompt: str) -> int:
         if schema is not None and code == EXIT_OK:
             print(answer)
         if error:
-            sink.note(f"foldlog: {'stopped' if code == EXIT_MAX_STEPS else 'error'}: {error}")
+            what = {EXIT_MAX_STEPS: "stopped", EXIT_APPROVAL: "paused"}.get(code, "error")
+            sink.note(f"foldlog: {what}: {error}")
         sink.note(sink.usage_line(currency_of(agent)))
         sink.note(f"session: {session.id} ({session.path})")
     return code
@@ -185,6 +213,14 @@ def read_schema(path: str) -> dict[str, Any]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.resume is not None:
+        if args.prompt is not None or args.session or args.continue_latest:
+            raise UsageError("--resume SESSION takes no prompt, --session or --continue")
+        session_path(args.resume, config_from_args(args))  # an existing session: never a new one
+        args.session = args.resume
+        return asyncio.run(_main(args, None))
+    if args.prompt is None:
+        raise UsageError("a prompt is needed (or --resume SESSION)")
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     if not prompt.strip():
         raise UsageError("the prompt is empty")

@@ -15,7 +15,7 @@ What a fold records (nothing is ever deleted; the folded events stay in the log)
     compaction/summary {id, summary, folded, kept, tokensBefore, tokensAfter, model, mechanical, archive?,
                         requests?, usage?, cost?, countedTokens?, released?}
     user/message         (the digest, surfaceOp fold S..E keeping `kept`)
-    compaction/end {id, error?, masked?}
+    compaction/end {id, error?, masked?, pruned?, skipped?}
 """
 
 from __future__ import annotations
@@ -32,17 +32,21 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from foldlog.compaction import digest, facts, masking, planning, summary
 from foldlog.compaction.settings import CompactionSettings
-from foldlog.cost.prices import price_request, provider_id, provider_prices, sum_costs
+from foldlog.cost.prices import price_request, sum_costs
 from foldlog.errors import CompactionError
 from foldlog.events import CompactionDone, CompactionStarted, Notice
 from foldlog.events import Usage as UsageEvent
 from foldlog.log.frozen import thaw
+from foldlog.log.grammar import kinds
+from foldlog.log.grammar.writer import EventWriter
 from foldlog.log.text import message_text
+from foldlog.providers.base import declared
 
 if TYPE_CHECKING:
     from foldlog._core import CompactionPlan, PlanHistory
+    from foldlog.log.grammar.types import Usage
     from foldlog.log.session import Session
-    from foldlog.providers.base import Provider, Request, Usage
+    from foldlog.providers.base import Provider, Request
 
 ELISION = (
     planning.ELIDED_PREFIX + "{name}, {n} bytes dropped to save context; "
@@ -133,6 +137,16 @@ def unfinished_compaction(session: Session) -> dict[str, Any] | None:
     return data
 
 
+@dataclass(frozen=True, slots=True)
+class _End:
+    """What a compaction's ``compaction/end`` says beyond its id: the results masked or pruned,
+    and why nothing was folded after them."""
+
+    masked: int = 0
+    pruned: int = 0
+    skipped: str | None = None
+
+
 class Compactor:
     """Keeps one session inside its context window.
 
@@ -154,6 +168,7 @@ class Compactor:
         self.session = session
         self.provider = provider
         self.settings = settings if settings is not None else CompactionSettings()
+        self._events = EventWriter.on(session)
         self._emit = emit or (lambda event: None)
         self._soft_noticed = False
         self._mask_spent = False  # the mask strategy's "nothing left to mask" warning was given
@@ -299,21 +314,18 @@ class Compactor:
                 self._notice(f"nothing to compact ({planned.skipped})")
             return None
 
-        number = self.session.events.types().count("compaction/start") + 1
+        number = self.session.events.types().count(kinds.COMPACTION_START) + 1
         cid = f"compaction-{number}"
         result = CompactionResult(cid, trigger, tokens_before=planned.tokens_before, strategy=opts.strategy)
         self._emit(CompactionStarted(trigger, focus))
-        start: dict[str, Any] = {"id": cid, "trigger": trigger, "strategy": opts.strategy}
-        if focus:
-            start["focus"] = focus
-        self.session.append_event("compaction/start", start)
+        self._events.compaction_start(cid, trigger, strategy=opts.strategy, focus=focus)
         try:
             end = await self._body(result, planned, masks, prune, measured, force, number, focus)
         except BaseException as e:
             # the fold lands in one append or not at all; close the compaction with the error
             why = "cancelled" if isinstance(e, asyncio.CancelledError) else f"{type(e).__name__}: {e}"
             try:
-                self.session.append_event("compaction/end", {"id": cid, "error": why})
+                self._events.compaction_end(cid, error=why)
             finally:
                 self._emit(CompactionDone(trigger, 0, "", None, False))
             raise
@@ -329,9 +341,8 @@ class Compactor:
         force: bool,
         number: int,
         focus: str | None,
-    ) -> dict[str, Any]:
-        """Mask, prune, then fold; returns the ``compaction/end`` data."""
-        cid = result.id
+    ) -> _End:
+        """Mask, prune, then fold; returns what the ``compaction/end`` event says."""
         if masks:
             # every stub in one append, all or nothing
             self.session.append_events(masks.events)
@@ -344,10 +355,10 @@ class Compactor:
             under = (measured if measured is not None else before) - saved < trigger_at
             # hybrid folds only when masking did not get under the trigger (or the fold is forced)
             if self.settings.strategy == "mask" or (under and not force):
-                return {"id": cid, "masked": len(masks)}
+                return _End(masked=len(masks))
             if not planned.should_fold:
                 result.skipped = planned.skipped
-                return {"id": cid, "masked": len(masks), "skipped": planned.skipped}
+                return _End(masked=len(masks), skipped=planned.skipped)
         if prune:
             saved = self._prune(planned, prune)
             result.pruned = len(prune)
@@ -355,16 +366,16 @@ class Compactor:
             trigger_at = self.window * self.settings.compact_ratio
             if measured is not None and not force and measured - saved < trigger_at:
                 result.skipped = "pruned"
-                return {"id": cid, "pruned": len(prune)}
+                return _End(pruned=len(prune))
             planned = self.plan(force=force)
             if not planned.should_fold:
                 result.skipped = planned.skipped
-                return {"id": cid, "pruned": len(prune), "skipped": planned.skipped}
+                return _End(pruned=len(prune), skipped=planned.skipped)
         await self._fold(result, planned, number, focus)
-        return {"id": cid, "masked": len(masks)} if masks else {"id": cid}
+        return _End(masked=len(masks))
 
-    def _finish(self, result: CompactionResult, end: dict[str, Any]) -> CompactionResult:
-        self.session.append_event("compaction/end", end)
+    def _finish(self, result: CompactionResult, end: _End) -> CompactionResult:
+        self._events.compaction_end(result.id, masked=end.masked, pruned=end.pruned, skipped=end.skipped)
         self.session.flush()
         self._emit(
             CompactionDone(result.trigger, result.folded, result.summary, result.archive, result.mechanical)
@@ -382,19 +393,14 @@ class Compactor:
             original = self.session.events[seq]
             data = thaw(original["data"])
             msg = data.get("message") if isinstance(data.get("message"), dict) else None
-            if original["type"] != "tool/result" or msg is None:
+            if original["type"] != kinds.TOOL_RESULT or msg is None:
                 continue  # only recorded tool results are replaced (never a foreign shape)
             text = message_text(messages[i])
             name = str(msg.get("toolName") or messages[i].get("name") or "tool")
             n = len(text.encode())
             msg["content"] = ELISION.format(name=name, n=n)
             data["meta"] = {**(data.get("meta") or {}), "elidedBytes": n}
-            self.session.append_event(
-                "tool/result",
-                data,
-                surface_op={"op": "replace", "start": seq, "end": seq},
-                source_event_seqs=[seq],
-            )
+            self._events.replaced_result(seq, data)
             elided = {
                 "role": "tool",
                 "tool_call_id": messages[i].get("tool_call_id"),
@@ -414,7 +420,8 @@ class Compactor:
         pos = {s: k for k, s in enumerate(nodes)}
         keep = [seqs[i] for i in plan.kept]
         keep_set = set(keep)
-        removed = [s for s in nodes[pos[first] : pos[last] + 1] if s not in keep_set]
+        span = nodes[pos[first] : pos[last] + 1]  # the digest takes its place, but for `keep`
+        removed = [s for s in span if s not in keep_set]
         folded = [messages[i] for i in plan.fold]
         released = [seqs[i] for i in plan.released]
         if opts.archive_dir:
@@ -471,29 +478,25 @@ class Compactor:
         result.released_seqs = released
         result.tokens_after = plan.tokens_after + result.digest_tokens
         result.preview = planned
-        record: dict[str, Any] = {
-            "id": result.id,
-            "summary": text,
-            "folded": removed,
-            "kept": keep,
-            "tokensBefore": plan.tokens_before,
-            "tokensAfter": result.tokens_after,
-            "model": provider.model or "",
-            "mechanical": result.mechanical,
-        }
+        extra: dict[str, Any] = {}
         if result.archive:
-            record["archive"] = result.archive
+            extra["archive"] = result.archive
         if released:
-            record["released"] = released
+            extra["released"] = released
         if not isinstance(provider, summary.NoSummary):
-            record.update(summary_spend(self.session, provider, request, outcome, usages, self.model))
-        self.session.append_event("compaction/summary", record)
-        self.session.append_event(
-            "user/message",
-            {"role": "user", "content": content, "source": "compaction"},
-            surface_op={"op": "fold", "start": first, "end": last, "keep": keep},
-            source_event_seqs=removed,
+            extra.update(summary_spend(self.session, provider, request, outcome, usages, self.model))
+        self._events.compaction_summary(
+            result.id,
+            text,
+            removed,
+            keep,
+            tokens_before=plan.tokens_before,
+            tokens_after=result.tokens_after,
+            model=provider.model or "",
+            mechanical=result.mechanical,
+            extra=extra,
         )
+        self._events.digest(content, span, keep)
         self._soft_noticed = False
 
     def _notice(self, message: str, level: Literal["info", "warn"] = "info") -> None:
@@ -524,10 +527,9 @@ def summary_spend(
         for f in dataclasses.fields(total):
             setattr(total, f.name, getattr(total, f.name) + getattr(u, f.name))
     out["usage"] = total.to_dict()
+    abilities = declared(provider)
     costs = [
-        price_request(
-            u, provider.model or None, provider=provider_id(provider), prices=provider_prices(provider)
-        )
+        price_request(u, provider.model or None, provider=abilities.price_provider, prices=abilities.prices)
         for u in usages
     ]
     if all(c is not None for c in costs):

@@ -111,9 +111,7 @@ async def judge(
     window = provider.context_window or DEFAULT_READER_WINDOW
     budget = max(window - ANSWER_RESERVE - len(probes) * 64, 256) * CHARS_PER_TOKEN
     transcript, _cut = surface_for_reader(messages, budget)
-    reply = await complete(
-        provider, judge_request(transcript, probes, getattr(provider, "model", None)), cache
-    )
+    reply = await complete(provider, judge_request(transcript, probes, provider.model), cache)
     return judge_columns(parse_scores(reply))
 
 

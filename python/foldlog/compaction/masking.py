@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from foldlog import _core
 from foldlog.compaction import planning
-from foldlog.log.frozen import thaw
+from foldlog.log.grammar.writer import masked_result
 from foldlog.log.text import message_text
 
 if TYPE_CHECKING:
@@ -83,17 +83,7 @@ def plan_masks(session: Session, planned: CompactionPreview, model: str | None, 
         if stub_tokens >= tokens[i]:
             continue  # a stub as large as the result saves nothing
         saved += int(tokens[i]) - stub_tokens
-        data = thaw(session.events[seq]["data"])
-        record = {k: v for k, v in data.items() if k in ("turn", "step")}
-        record.update({"message": message, "masked": {"seq": seq, "tokens": int(tokens[i])}})
-        events.append(
-            {
-                "type": "tool/result",
-                "data": record,
-                "surfaceOp": {"op": "mask", "seq": seq},
-                "sourceEventSeqs": [seq],
-            }
-        )
+        events.append(masked_result(seq, session.events[seq]["data"], message, int(tokens[i])))
     return Masks(tuple(events), saved)
 
 

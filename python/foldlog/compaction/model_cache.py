@@ -83,7 +83,7 @@ async def complete(provider: Provider, request: Request, cache: ModelCache, repl
     before, else sent to ``provider`` and kept. A provider error propagates (nothing is cached)."""
     from foldlog.compaction.summary import _one_call
 
-    model = str(getattr(provider, "model", "") or "")
+    model = provider.model or ""
     key = request_key(model, request, replicate)
     cached = cache.get(key)
     if cached is not None:

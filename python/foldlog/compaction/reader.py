@@ -160,9 +160,7 @@ async def read(
         counts: dict[Category, int] = {}
         for start in range(0, len(scored), per_prompt):
             batch = scored[start : start + per_prompt]
-            request = reader_request(
-                transcript, [p.question for p in batch], getattr(provider, "model", None)
-            )
+            request = reader_request(transcript, [p.question for p in batch], provider.model)
             reply = await complete(provider, request, cache, r)
             for p, answer in zip(batch, parse_answers(reply, len(batch)), strict=True):
                 if is_right(p, answer):

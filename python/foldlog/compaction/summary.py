@@ -16,8 +16,9 @@ from typing import Any
 
 from foldlog.compaction.planning import DIGEST_CLOSE, DIGEST_HEADER, DIGEST_OPEN
 from foldlog.errors import ProviderTimeout
+from foldlog.log.grammar.types import Usage
 from foldlog.log.text import message_text
-from foldlog.providers.base import Chunk, Done, Provider, Request, Usage
+from foldlog.providers.base import Chunk, Done, Provider, Request
 
 SUMMARY_SYSTEM_PROMPT = """\
 You are folding the earlier part of an AI agent's conversation into a briefing, to free context.

@@ -5,8 +5,9 @@ A request is an ``assistant/message`` appended to the surface (a repaired copy t
 earlier reply is not one); its cost is what it recorded (``data.cost``, written when the
 reply came in); a reply logged without one (an imported transcript, a model without a price at
 the time) is priced from its usage with the model it names (``data.model``, as imported transcripts
-record it) or else the model of the last ``request/header``, at the event's time; else it counts
-as *unpriced*. A compaction's summary calls are requests too: the usage its
+record it) or else the model of the last ``request/header``, at the event's time (`Reply.billed_model`
+of `foldlog.log.grammar.reader`, which this ledger reads the log with); else it counts as
+*unpriced*. A compaction's summary calls are requests too: the usage its
 ``compaction/summary`` event records (with their ``cost``, or priced from the model it names), in
 the turn they ran in. A sub-agent's spending is the ``subagent`` entry of its
 ``task`` result's ``meta``. The same events therefore give the same totals live and on reload.
@@ -19,7 +20,20 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from foldlog.cost.prices import Cost, Price, price_request
-from foldlog.providers.base import Usage
+from foldlog.log.grammar import kinds
+from foldlog.log.grammar.reader import (
+    CompactionSummary,
+    ReadState,
+    Record,
+    Reply,
+    RequestHeader,
+    Result,
+    TurnEnd,
+    TurnStart,
+    read,
+    record_of,
+)
+from foldlog.log.grammar.types import Usage
 
 _USAGE_FIELDS = (
     "prompt_tokens",
@@ -170,83 +184,90 @@ class Ledger:
     model: str | None = None
     #: the tokens of a request whose reply recorded no usage (``None``: not counted); the agent's
     #: meter gives one for `Options.token_budget` (foldlog.cost.meter)
-    count_unreported: Callable[[Mapping[str, Any]], int] | None = None
+    count_unreported: Callable[[Reply], int] | None = None
     #: the turn open at the latest event (a compaction's summary call belongs to it)
     open_turn: int | None = None
     #: events fed so far
     seen: int = 0
+    #: the reading of the log so far: the model of the next request (``model`` is its start)
+    reading: ReadState = field(init=False)
     #: the event types `feed` reads (the others only count in `seen`)
     READS: ClassVar[frozenset[str]] = frozenset(
-        {"request/header", "assistant/message", "tool/result", "compaction/summary", "turn/start", "turn/end"}
+        {
+            kinds.REQUEST_HEADER,
+            kinds.ASSISTANT_MESSAGE,
+            kinds.TOOL_RESULT,
+            kinds.COMPACTION_SUMMARY,
+            kinds.TURN_START,
+            kinds.TURN_END,
+        }
     )
+
+    def __post_init__(self) -> None:
+        self.reading = ReadState(self.model)
 
     @classmethod
     def of_events(cls, events: Iterable[Mapping[str, Any]], **kw: Any) -> Ledger:
         ledger = cls(**kw)
-        for ev in events:
-            ledger.feed(ev)
+        for record in read(events, state=ledger.reading):
+            ledger.take(record)
         return ledger
 
-    def _turn(self, turn: Any) -> Spend | None:
-        if not isinstance(turn, int):
+    def _turn(self, turn: int | None) -> Spend | None:
+        if turn is None:
             return None
         return self.turns.setdefault(turn, Spend())
 
     def feed(self, event: Mapping[str, Any]) -> None:
+        """Take in the next event of the log."""
+        self.take(record_of(event, self.reading))
+
+    def take(self, record: Record) -> None:
+        """Take in the record of the next event (`foldlog.log.grammar.reader`)."""
         self.seen += 1
-        kind = event.get("type")
-        data = event.get("data")
-        if not isinstance(data, Mapping):
-            return
-        if kind == "request/header":
-            model = data.get("model")
-            self.model = model if isinstance(model, str) else None
-        elif kind == "turn/start":
-            turn = data.get("turn")
-            self.open_turn = turn if isinstance(turn, int) else None
-        elif kind == "turn/end":
+        if isinstance(record, RequestHeader):
+            self.model = self.reading.model
+        elif isinstance(record, TurnStart):
+            self.open_turn = record.turn
+        elif isinstance(record, TurnEnd):
             self.open_turn = None
-        elif kind == "assistant/message":
-            if event.get("surfaceOp", "append") != "append":
+        elif isinstance(record, Reply):
+            if not record.is_request:
                 return  # a repaired copy of an earlier reply (load repair), not a request
-            raw = data.get("usage")
-            if not isinstance(raw, Mapping):
+            if record.usage is None:
                 if self.count_unreported is not None:
-                    self._count(self.count_unreported(event), data.get("turn"))
+                    self._count(self.count_unreported(record), record.turn)
                 return
-            turn, step = data.get("turn"), data.get("step")
-            self._request(event, data, Usage.from_dict(raw), turn, step, "reply", 1)
-        elif kind == "compaction/summary":
-            self._summary(event, data)
-        elif kind == "tool/result":
-            meta = data.get("meta")
-            sub = meta.get("subagent") if isinstance(meta, Mapping) else None
-            if not isinstance(sub, Mapping) or not isinstance(sub.get("spend"), Mapping):
+            self._request(
+                record, record.billed_model, record.cost, record.usage, record.turn, record.step, "reply", 1
+            )
+        elif isinstance(record, CompactionSummary):
+            self._summary(record)
+        elif isinstance(record, Result):
+            sub = record.subagent
+            if sub is None or not isinstance(sub.get("spend"), Mapping):
                 return
             spend = Spend.from_dict(sub["spend"])
-            message = data.get("message")
-            call_id = message.get("toolCallId") if isinstance(message, Mapping) else None
             child = sub.get("session")
-            self.subagents.append((str(call_id or ""), child if isinstance(child, str) else None, spend))
+            self.subagents.append((record.call_id or "", child if isinstance(child, str) else None, spend))
             self.session.add(spend)
-            t = self._turn(data.get("turn"))
+            t = self._turn(record.turn)
             if t is not None:
                 t.add(spend)
 
-    def _summary(self, event: Mapping[str, Any], data: Mapping[str, Any]) -> None:
+    def _summary(self, record: CompactionSummary) -> None:
         """A compaction's summary calls: their reported usage (``usage``, summed over the calls,
         ``requests`` of them) priced like a reply, else the tokens counted locally when the
-        summariser reported none (``countedTokens``); both count in the open turn."""
-        raw = data.get("usage")
-        calls = data.get("requests")
-        calls = calls if isinstance(calls, int) and not isinstance(calls, bool) and calls > 0 else 1
-        if isinstance(raw, Mapping):
-            self._request(event, data, Usage.from_dict(raw), self.open_turn, None, "summary", calls)
-        counted = data.get("countedTokens")
-        if isinstance(counted, int) and not isinstance(counted, bool) and counted > 0:
-            self._count(counted, self.open_turn)
+        summariser reported none (``countedTokens``); both count in the open turn. They are
+        priced as the model the summary names, else as the agent's requests are."""
+        calls = record.requests if record.requests is not None and record.requests > 0 else 1
+        if record.usage is not None:
+            model = record.model or self.reading.model
+            self._request(record, model, record.cost, record.usage, self.open_turn, None, "summary", calls)
+        if record.counted_tokens is not None and record.counted_tokens > 0:
+            self._count(record.counted_tokens, self.open_turn)
 
-    def _count(self, tokens: int, turn: Any) -> None:
+    def _count(self, tokens: int, turn: int | None) -> None:
         self.session.counted_tokens += tokens
         t = self._turn(turn)
         if t is not None:
@@ -254,40 +275,24 @@ class Ledger:
 
     def _request(
         self,
-        event: Mapping[str, Any],
-        data: Mapping[str, Any],
+        record: Reply | CompactionSummary,
+        model: str | None,
+        recorded: Mapping[str, Any] | None,
         usage: Usage,
-        turn: Any,
-        step: Any,
+        turn: int | None,
+        step: int | None,
         kind: str,
         calls: int,
     ) -> None:
-        # the model that answered, when the log names it (imported transcripts, summaries do)
-        answered = data.get("model")
-        model = answered if isinstance(answered, str) and answered else self.model
-        cost = Cost.from_log(data["cost"]) if "cost" in data else None
+        """One request (``calls`` of them for a summary) at ``model``; ``recorded``: the cost the
+        log recorded for it, taken as it is."""
+        cost = Cost.from_log(recorded) if recorded is not None else None
         if cost is None and self.price_missing:
-            time = event.get("time")
             cost = price_request(
-                usage,
-                model,
-                provider=self.provider,
-                time_ms=time if isinstance(time, int) else None,
-                prices=self.prices,
+                usage, model, provider=self.provider, time_ms=record.time, prices=self.prices
             )
-        seq = event.get("seq")
         if self.keep_requests:
-            self.requests.append(
-                RequestCost(
-                    seq if isinstance(seq, int) else -1,
-                    turn if isinstance(turn, int) else None,
-                    step if isinstance(step, int) else None,
-                    model,
-                    usage,
-                    cost,
-                    kind,
-                )
-            )
+            self.requests.append(RequestCost(record.seq, turn, step, model, usage, cost, kind))
         self.session.add_request(usage, cost, calls)
         t = self._turn(turn)
         if t is not None:

@@ -19,13 +19,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from foldlog.cost.ledger import Ledger, Spend
-from foldlog.cost.prices import Cost, price_request, provider_id, provider_prices, require_price
+from foldlog.cost.prices import Cost, Price, price_request, require_price
 from foldlog.errors import ConfigError
 
 if TYPE_CHECKING:
+    from foldlog.log.grammar.reader import Reply
+    from foldlog.log.grammar.types import Usage
     from foldlog.log.session import Session
     from foldlog.log.tokens import Tokenizer
-    from foldlog.providers.base import Usage
 
 
 #: past this many new events, `sync` reads their types first and decodes only what it needs
@@ -35,13 +36,16 @@ _SKIP_AFTER = 256
 class AgentMeter:
     """``cost_limit`` (in the price table's currency, USD for `genai-prices`) and
     ``token_budget`` (prompt + completion tokens) bound the session; ``None``: unbounded. A cost
-    limit with a model that has no price is refused here, at the start (`ConfigError`)."""
+    limit with a model that has no price is refused here, at the start (`ConfigError`).
+    ``price_provider`` and ``prices``: the provider's, as it declares them (`foldlog.providers.
+    base.ProviderBase`)."""
 
     def __init__(
         self,
         session: Session,
-        provider: Any,
         *,
+        price_provider: str | None,
+        prices: Mapping[str, Price] | None,
         cost_limit: float | None,
         token_budget: int | None,
         model: str | None,
@@ -51,8 +55,8 @@ class AgentMeter:
         if token_budget is not None and token_budget < 0:
             raise ConfigError(f"Options.token_budget must be >= 0 or None, got {token_budget}")
         self.session = session
-        self.provider = provider_id(provider)
-        self.prices = provider_prices(provider)
+        self.provider = price_provider or None
+        self.prices = prices
         self.cost_limit = cost_limit
         self.token_budget = token_budget
         self._checked: str | None = None
@@ -74,7 +78,7 @@ class AgentMeter:
             count_unreported=self._count_unreported if token_budget is not None else None,
         )
 
-    def _count_unreported(self, event: Mapping[str, Any]) -> int:
+    def _count_unreported(self, reply: Reply) -> int:
         """The tokens of a request whose reply recorded no usage, counted locally with the
         session's tokenizer (exact for models foldlog knows, else its calibrated estimate): the
         prompt as counted just before the request (`over`), or — for a reply the meter did not
@@ -82,14 +86,11 @@ class AgentMeter:
         the reply itself."""
         self._unreported = True
         tok = self.session.tokenizer(self.ledger.model)
-        data = event.get("data")
-        message = data.get("message") if isinstance(data, Mapping) else None
-        reply = int(tok.count_message(message)) if isinstance(message, Mapping) else 0
+        answer = int(tok.count_message(reply.message)) if reply.message else 0
         prompt, self._pending_prompt = self._pending_prompt, None
         if prompt is None:
-            seq = event.get("seq")
-            prompt = self._surface_before(seq if isinstance(seq, int) else 0, tok)
-        return prompt + reply
+            prompt = self._surface_before(max(reply.seq, 0), tok)
+        return prompt + answer
 
     def _surface_before(self, seq: int, tok: Tokenizer) -> int:
         """Prompt tokens of the surface messages before event ``seq`` (what a request answered

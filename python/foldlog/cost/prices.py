@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from foldlog.errors import ConfigError
 
 if TYPE_CHECKING:
-    from foldlog.providers.base import Usage
+    from foldlog.log.grammar.types import Usage
 
 #: the price source named in a recorded cost when the price came from a `Price`
 TABLE_SOURCE = "foldlog"
@@ -58,7 +58,7 @@ class Price:
         return Cost(fresh, reads, writes, output, reasoning, currency=self.currency, source=TABLE_SOURCE)
 
 
-#: models `genai-prices` does not list: the local llama.cpp model (`foldlog.providers.local`)
+#: models `genai-prices` does not list: the local llama.cpp model (`foldlog.providers.local.provider`)
 FALLBACK_PRICES: Mapping[str, Price] = {
     "gemma-3-270m": Price(input=0.0, output=0.0),
 }
@@ -271,7 +271,7 @@ def has_price(
     model: str | None, *, provider: str | None = None, prices: Mapping[str, Price] | None = None
 ) -> bool:
     """Whether `price_request` can price ``model``."""
-    from foldlog.providers.base import Usage
+    from foldlog.log.grammar.types import Usage
 
     return price_request(Usage(prompt_tokens=1), model, provider=provider, prices=prices) is not None
 
@@ -294,27 +294,12 @@ def require_price(
     )
 
 
-def provider_id(provider: Any) -> str | None:
-    """The `genai-prices` provider id of a foldlog provider: its ``price_provider`` attribute when
-    it has one (DeepSeek, OpenAI), else ``None`` (found from the model name)."""
-    pid = getattr(provider, "price_provider", None)
-    return pid if isinstance(pid, str) and pid else None
-
-
-def provider_prices(provider: Any) -> Mapping[str, Price] | None:
-    """A provider's own prices (``prices=``), when it has any."""
-    table = getattr(provider, "prices", None)
-    return table if isinstance(table, Mapping) else None
-
-
 __all__ = [
     "FALLBACK_PRICES",
     "Cost",
     "Price",
     "has_price",
     "price_request",
-    "provider_id",
-    "provider_prices",
     "require_price",
     "sum_costs",
     "token_kinds",

@@ -22,14 +22,14 @@ if TYPE_CHECKING:
 
 # CLI name -> module with ``convert(path) -> list[Conversation]``
 FORMATS: dict[str, str] = {
-    "claude-code": "foldlog.interchange.claude_code",
-    "codex": "foldlog.interchange.codex",
-    "openai": "foldlog.interchange.openai_messages",
-    "dsh": "foldlog.interchange.dsh",
-    "openhands": "foldlog.interchange.openhands",
-    "swe-agent": "foldlog.interchange.swe_agent",
-    "gemini": "foldlog.interchange.gemini",
-    "aider": "foldlog.interchange.aider",
+    "claude-code": "foldlog.interchange.importers.claude_code",
+    "codex": "foldlog.interchange.importers.codex",
+    "openai": "foldlog.interchange.importers.openai_messages",
+    "dsh": "foldlog.interchange.importers.dsh",
+    "openhands": "foldlog.interchange.importers.openhands",
+    "swe-agent": "foldlog.interchange.importers.swe_agent",
+    "gemini": "foldlog.interchange.importers.gemini",
+    "aider": "foldlog.interchange.importers.aider",
 }
 
 

@@ -4,9 +4,9 @@ A converter reads a foreign transcript and drives an :class:`EventBuilder`: ``us
 ``assistant``, ``tool_result``, ``compaction``. The builder owns the bookkeeping every format
 would otherwise repeat — turn/step boundaries in the order the agent loop writes them, unique
 tool-call ids, pairing results with their ``tool/call``, the surface a fold must name — and
-writes the turn/step/call/result events through the agent's own
-:class:`foldlog.agent.recorder.Recorder`, so the records it yields are the events the agent
-would have written, whatever the source looked like.
+writes every event through the log's one writer, :class:`foldlog.log.grammar.writer.EventWriter`
+(the agent's and the compactor's too), so the records it yields are the events the agent would
+have written, whatever the source looked like.
 
 Seqs inside the records (``source_event_seqs``, surface-op seqs) are *local*: the index of the
 record in the conversation. :mod:`foldlog.interchange.writer` shifts them when the target
@@ -20,11 +20,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from foldlog.agent.recorder import Recorder, assistant_message
 from foldlog.errors import InvalidEventError
+from foldlog.log.grammar import kinds
+from foldlog.log.grammar.writer import EventWriter, SurfaceOp, assistant_message
 from foldlog.log.text import display_text
-
-SurfaceOp = str | dict[str, Any]
 
 
 class TranscriptError(InvalidEventError):
@@ -200,7 +199,7 @@ class EventBuilder:
         self._compaction = 0
         self._warnings: Counter[str] = Counter()
         self._left_out: Counter[str] = Counter()
-        self._rec = Recorder(self._emit)
+        self._rec = EventWriter(self._emit)
 
     def warn(self, message: str) -> None:
         """Note something of the source that could not be carried as it was (reported once, counted)."""
@@ -249,7 +248,7 @@ class EventBuilder:
         )
         if surface_op == "append":
             self._surface.append(seq)
-            self._surface_is_system[seq] = type_ == "system/message"
+            self._surface_is_system[seq] = type_ == kinds.SYSTEM_MESSAGE
         return seq
 
     def _open_turn(self) -> None:
@@ -302,7 +301,7 @@ class EventBuilder:
 
     def system(self, content: Any) -> int:
         self.counts.messages["system"] += 1
-        return self._emit("system/message", {"content": content}, surface_op="append")
+        return self._rec.system(content)
 
     def user(self, content: Any, *, source: str | None = None, new_turn: bool | None = None) -> int:
         """A user message. ``new_turn=None``: a new turn when the open one already has a reply.
@@ -337,7 +336,7 @@ class EventBuilder:
             lead += 1
         kept = self._surface[:lead]
         self.counts.messages["user"] += 1
-        seq = self._emit("user/message", data, surface_op={"op": "reset", "keep": list(kept)})
+        seq = self._rec.user(data, surface_op={"op": "reset", "keep": list(kept)})
         self._surface = [*kept, seq]
         self._surface_is_system[seq] = False
         return seq
@@ -432,38 +431,26 @@ class EventBuilder:
         self._compaction += 1
         self.counts.compactions += 1
         cid = f"import-{self._compaction}"
-        self._emit("compaction/start", {"id": cid, "trigger": trigger})
+        self._rec.compaction_start(cid, trigger)
         lead = 0
         while lead < len(self._surface) and self._surface_is_system[self._surface[lead]]:
             lead += 1
         kept_prefix, folded = self._surface[:lead], self._surface[lead:]
-        summary_data: dict[str, Any] = {
-            "id": cid,
-            "summary": summary,
-            "folded": list(folded),
-            "kept": [],
-            "mechanical": False,
-        }
-        if tokens_before is not None:
-            summary_data["tokensBefore"] = tokens_before
-        if model:
-            summary_data["model"] = model
-        if source:
-            summary_data["source"] = source
-        self._emit("compaction/summary", summary_data)
-        op: SurfaceOp = "append"
-        if folded:
-            op = {"op": "fold", "start": folded[0], "end": folded[-1], "keep": []}
-        self.counts.messages["user"] += 1
-        digest = self._emit(
-            "user/message",
-            {"role": "user", "content": summary, "source": "compaction"},
-            surface_op=op,
-            sources=folded,
+        self._rec.compaction_summary(
+            cid,
+            summary,
+            folded,
+            [],
+            mechanical=False,
+            tokens_before=tokens_before,
+            model=model or None,
+            extra={"source": source} if source else None,
         )
+        self.counts.messages["user"] += 1
+        digest = self._rec.digest(summary, folded)
         self._surface = [*kept_prefix, digest]
         self._surface_is_system[digest] = False
-        self._emit("compaction/end", {"id": cid})
+        self._rec.compaction_end(cid)
         return digest
 
     def conversation(self, *, id: str | None = None, meta: Mapping[str, Any] | None = None) -> Conversation:

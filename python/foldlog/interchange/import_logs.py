@@ -5,8 +5,10 @@ A converted conversation is a tree (its sub-agent runs and forks are ``children`
 one log. A child is written beside its parent as ``<parent stem>.<child name>.jsonl`` with the
 session id ``<parent id>.<child name>`` and a header parent link naming the parent's id. The
 header's meta records the import: ``imported`` = the converter's meta (the source file's *name*,
-never its path) and ``importedAt`` (epoch ms). Every log is read back after it is saved: that
-proves it loads, and says whether the source left calls unanswered (``needs_repair``).
+never its path) and ``importedAt`` (epoch ms). Before a log is written, its bytes are loaded in
+memory as `Session.load` would load the file (the core's load normalizer): that proves it loads,
+and says whether the source left calls unanswered (``needs_repair``); the file is written once,
+with exactly those bytes.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ def write_logs(plan: Iterable[PlannedLog], *, imported_at: int | None = None) ->
     """Write every planned log (an existing file is replaced: `check_targets` decides whether
     that is allowed) and return one report per log: its path, id, parent link, counts, repairs,
     warnings and what was left out."""
+    from foldlog import _core
     from foldlog.interchange.writer import write_conversation
     from foldlog.log.session import Session, now_ms
     from foldlog.stores.file import private_folder
@@ -82,10 +85,13 @@ def write_logs(plan: Iterable[PlannedLog], *, imported_at: int | None = None) ->
             id=item.session_id, meta={"imported": conv.meta, "importedAt": at}, parent=item.parent
         )
         write_conversation(conv, session)
+        data = session.to_bytes()
+        # the load normalizer on the bytes about to be written (an imported log is never a fork
+        # that reads its parent's file, so these bytes are the whole log `Session.load` would read)
+        check = Session.from_bytes(data, source=str(item.path))
         if item.path.exists():
-            item.path.unlink()  # save must not append to the old file
-        session.save(item.path)
-        check = Session.load(item.path)
+            item.path.unlink()  # the write must not append to the old file
+        _core.write_file(item.path, data)  # as `Session.save` writes: temp file, fsync, rename
         written.append(
             {
                 "path": str(item.path),

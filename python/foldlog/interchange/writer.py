@@ -16,7 +16,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from foldlog.errors import InvalidEventError
-from foldlog.interchange.events import Conversation, ImportedEvent, SurfaceOp
+from foldlog.interchange.events import Conversation, ImportedEvent
+from foldlog.log.grammar.writer import SurfaceOp
 
 if TYPE_CHECKING:
     from foldlog.log.session import Session

@@ -1,7 +1,7 @@
 """Token counts of a session's surface: the part of `Session` that counts and calibrates.
 
 A mixin of `foldlog.log.session.Session` (kept apart so the session module stays one job): the
-counts themselves are the core's (`_core.Log.surface_token_total`, `plan_history`), with the
+counts themselves are the core's (`_core.surface_token_total`, `_core.plan_history`), with the
 per-event cache kept in the log; this module picks the tokenizer and calibrates the estimate on
 the usage the provider reported for the session.
 """
@@ -13,8 +13,10 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from foldlog import _core as _native
+from foldlog.log.grammar.reader import Reply, latest_model, record_of
+
 if TYPE_CHECKING:
-    from foldlog import _core as _native
     from foldlog._core import PlanHistory
     from foldlog.log.frozen import EventsView, MessageSequence
     from foldlog.log.tokens import TokenCount, Tokenizer
@@ -81,14 +83,7 @@ class TokenCounts:
 
     def _logged_model(self) -> str | None:
         """The latest model the log names (a reply's ``data.model``, a request header's)."""
-        events = self.events
-        types = events.types()
-        for seq in range(len(types) - 1, -1, -1):
-            if types[seq] in ("assistant/message", "request/header"):
-                named = events[seq]["data"].get("model")
-                if isinstance(named, str) and named:
-                    return named
-        return None
+        return latest_model(self.events, answered=True)
 
     def _reported_in_log(self) -> tuple[int, int, int] | None:
         """The latest prompt tokens a reply on the surface reports, with the derived messages
@@ -98,13 +93,9 @@ class TokenCounts:
             seqs = self._core.derived_seqs()
             events = self.events
             for index in range(len(seqs) - 1, -1, -1):
-                event = events[seqs[index]]
-                if event["type"] != "assistant/message":
-                    continue
-                usage = event["data"].get("usage")
-                prompt = usage.get("promptTokens") if isinstance(usage, Mapping) else None
-                if isinstance(prompt, int) and prompt > 0:
-                    return (prompt, self.rewrite_version, index)
+                reply = record_of(events[seqs[index]])
+                if isinstance(reply, Reply) and reply.usage is not None and reply.usage.prompt_tokens > 0:
+                    return (reply.usage.prompt_tokens, self.rewrite_version, index)
         return None
 
     def _tokenizer(self, model: str | None) -> Tokenizer:
@@ -144,7 +135,7 @@ class TokenCounts:
 
         tok = self._tokenizer(model)
         with self._lock:
-            total = self._core.surface_token_total(tok._counter)
+            total = _native.surface_token_total(self._core, tok._counter)
             tokens: int
             exact: bool
             if total is None:
@@ -162,7 +153,7 @@ class TokenCounts:
         if not tok.exact:
             return None
         with self._lock:
-            return self._core.surface_token_counts(tok._counter)
+            return _native.surface_token_counts(self._core, tok._counter)
 
     def plan_history(self, model: str | None = None) -> PlanHistory:
         """The compaction planner's view of the derived messages, built in the core (the only
@@ -172,7 +163,7 @@ class TokenCounts:
         surface op is a fold), never from text."""
         tok = self._tokenizer(model)
         with self._lock:
-            return self._core.plan_history(tok._counter)
+            return _native.plan_history(self._core, tok._counter)
 
     def tokenizer(self, model: str | None = None) -> Tokenizer:
         """The tokenizer this session counts ``model``'s tokens with (default: the session's

@@ -166,11 +166,19 @@ def fork_file(
 
 def fork_session(
     session: Session,
-    at_seq: int | None,
-    path: str | os.PathLike[str] | None,
-    session_id: str | None,
+    at_seq: int | None = None,
+    path: str | os.PathLike[str] | None = None,
+    *,
+    session_id: str | None = None,
 ) -> Session:
-    """`Session.fork`: a file reference when the session is a file, a copy otherwise."""
+    """A new session whose history is ``session``'s up to and including event ``at_seq``
+    (default: the last event), and which goes on by itself: its header names ``session`` and the
+    fork point (docs/log-format.md, "Forks").
+
+    A session open on a file forks into a file (``path``, default: a new id in the same folder)
+    that refers to its log instead of copying it, open for writing; a session on another store
+    (PostgreSQL) forks into a new session of that store holding a copy; a session in memory forks
+    into memory (or into ``path``, copied). `ForkError` when there is no event ``at_seq``."""
     from foldlog.log.session import Session, header_line, new_session_id
 
     with session._lock:

@@ -130,6 +130,11 @@ class EventsView(Sequence[Mapping[str, Any]]):
         """Event types in seq order (no data decoded)."""
         return self._core.kinds()
 
+    def plain(self, start: int, stop: int) -> list[dict[str, Any]]:
+        """Events ``start..stop`` as plain dicts decoded afresh: not frozen (a one-pass reader,
+        `foldlog.log.grammar.reader`, skips that copy) and shared with nothing recorded."""
+        return self._core.events(start, stop)
+
 
 class MessageSequence(Sequence[Mapping[str, Any]]):
     """Messages of the log, as a read-only sequence whose items become Python objects only when

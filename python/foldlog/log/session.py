@@ -15,7 +15,7 @@ import secrets
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -23,8 +23,9 @@ from foldlog import _core as _native
 from foldlog.errors import ConfigError, InvalidEventError, StorageError
 from foldlog.log.counting import TokenCounts
 from foldlog.log.frozen import EventsView, MessageSequence, freeze, thaw
-from foldlog.log.stream import Subscriber, Subscription, check_after_seq
-from foldlog.stores.base import StoreWriter
+from foldlog.log.grammar import kinds
+from foldlog.log.stream import EventStream
+from foldlog.stores.base import StoreWriterBase, WriterSource, declared_writer
 
 if TYPE_CHECKING:
     from foldlog.log.wire import WireMessages
@@ -77,12 +78,13 @@ class Session(TokenCounts):
         self._log = None
         self._released = None
         self.path: Path | None = None
-        self._writer: StoreWriter | None = None
+        self._writer: StoreWriterBase | None = None
         self._durability: Durability = "batch"
         self._lock = threading.RLock()
-        self._subscribers: list[Subscription] = []
+        #: the events as a reconnectable stream: ``subscribe(fn, after_seq=…)``, ``events_since``
+        self.stream = EventStream(self._lock, lambda: len(self._core), self._read_events)
         #: the store of a session opened on a store object (a fork into it copies)
-        self._store: Any = None
+        self._store: WriterSource | None = None
         self.normalized_dirty = False
         self.repair_report: dict[str, Any] = {}
         self.torn_tail: dict[str, int] | None = None
@@ -122,7 +124,7 @@ class Session(TokenCounts):
         return self
 
     def _normalize(self) -> None:
-        report = self._core.repair(now_ms())
+        report = _native.normalize_on_load(self._core, now_ms())
         self.repair_report = report
         self.normalized_dirty = report["events_added"] > 0
 
@@ -155,7 +157,7 @@ class Session(TokenCounts):
     @classmethod
     def open(
         cls,
-        target: str | os.PathLike[str] | Any,
+        target: str | os.PathLike[str] | WriterSource,
         session_id: str | None = None,
         *,
         system: str | None = None,
@@ -165,8 +167,10 @@ class Session(TokenCounts):
     ) -> Session:
         """Open a session for writing: creates it or continues it, holding its single-writer lock.
 
-        ``target`` is a ``.jsonl`` file path, a folder (with ``session_id``), or a store object
-        with ``open_writer(session_id, header_line)`` (`foldlog.stores`). A second writer fails at
+        ``target`` is a ``.jsonl`` file path, a folder (with ``session_id``), or a store
+        (`foldlog.stores.SessionStore`; `open` needs its `open_writer`, and reaches the writer only
+        through `StoreWriterBase`'s members: `declared_writer` gives a writer that implements only
+        `StoreWriter` their defaults). A second writer fails at
         once with `SessionLockedError` naming the holder. An open turn left by a crash is closed
         by appending repair events (history is never rewritten in place). ``meta`` and ``parent``
         go into the header of a new log (an existing log keeps its own).
@@ -176,18 +180,19 @@ class Session(TokenCounts):
         if durability not in ("batch", "event", "none"):
             raise ConfigError(f"durability must be 'batch', 'event' or 'none', not {durability!r}")
         path: Path | None = None
-        if hasattr(target, "open_writer"):
-            store = target
-        else:
+        store: WriterSource | None
+        if isinstance(target, (str, os.PathLike)):
             p = Path(target)
             if p.suffix == ".jsonl" and session_id is None:
                 path = p
                 store = None
             else:
                 store = FileStore(p)
+        else:
+            store = target
         sid = session_id or (path.stem if path else new_session_id())
         head = header_line(sid, meta, parent)
-        writer: Any
+        writer: StoreWriterBase
         if store is None:
             assert path is not None
             writer = FileStoreWriter(path, head, durable=durability != "none")
@@ -195,7 +200,7 @@ class Session(TokenCounts):
             writer = store.open_writer(sid, head, durable=durability != "none")
             path = store.path_for(sid)
         else:
-            writer = store.open_writer(sid, head)
+            writer = declared_writer(store.open_writer(sid, head))
         try:
             data, shift = writer.read_log(), 0
             if path is not None:
@@ -204,13 +209,10 @@ class Session(TokenCounts):
                 data, shift = resolve_bytes(path, data)  # a fork reads its parent's log too
             core, info = _native.Log.parse(data, str(path or sid))
             if info["torn"] is not None or info["missing_newline"]:
-                cut = getattr(writer, "cut_tail", None)
-                if cut is None:
-                    raise StorageError(f"session {sid}: stored log has a torn tail the store cannot cut")
-                cut(info["valid_len"] - shift, info["missing_newline"])
+                writer.cut_tail(info["valid_len"] - shift, info["missing_newline"])
             self = cls._from_core(core, info, str(path or sid))
             self.id = sid if core.header is None else self.id
-            core.mark_flushed(len(core))
+            _native.mark_flushed(core, len(core))
             self.path = path
             self._store = None if isinstance(store, FileStore) else store
             self._writer = writer
@@ -229,8 +231,7 @@ class Session(TokenCounts):
     def _committed(self, seq: int) -> int:
         if self._durability == "event" and self._writer is not None:
             self.flush()
-        for sub in list(self._subscribers):
-            sub.catch_up(seq)
+        self.stream.committed(seq)
         return seq
 
     def add(self, message: Mapping[str, Any]) -> int:
@@ -271,7 +272,7 @@ class Session(TokenCounts):
         """Append any event (see docs/log-format.md). Returns its seq; nothing is written or
         changed on error (a message event's data is checked like `add`'s message)."""
         with self._lock:
-            usage = type == "assistant/message" and isinstance(data, Mapping) and "usage" in data
+            usage = type == kinds.ASSISTANT_MESSAGE and isinstance(data, Mapping) and "usage" in data
             before = self._core.derived_len() if usage else 0
             seq = self._core.append(
                 type,
@@ -317,14 +318,23 @@ class Session(TokenCounts):
             return  # nothing in memory (released): nothing pending
         with self._lock:
             self._count_batch()
-            append_from = getattr(writer, "append_from", None)
-            if append_from is not None:
-                append_from(self._core)
-                return
-            data, first, count = self._core.pending()
-            if count:
-                writer.append(data, first, count)
-                self._core.mark_flushed(first + count)
+            writer.append_from(self._core)
+
+    def approve(self, call_id: str) -> int:
+        """Approve a call the paused turn waits for (docs/durable-runs.md): the answer is appended
+        and stored at once; `Agent.resume` then runs the call, once. From any process that can
+        open the session for writing (the one-writer lock applies); `ApprovalStateError` when the
+        call is not waiting. Returns the answer's seq."""
+        from foldlog.log.unfinished import answer_approval
+
+        return answer_approval(self, call_id, True)
+
+    def deny(self, call_id: str, reason: str) -> int:
+        """Deny a call the paused turn waits for: `Agent.resume` gives it an error result with
+        ``reason`` instead of running it (otherwise as `approve`)."""
+        from foldlog.log.unfinished import answer_approval
+
+        return answer_approval(self, call_id, False, reason)
 
     def _count_batch(self) -> None:
         """Count the batch's messages before they are written, so the counts travel with the
@@ -339,7 +349,7 @@ class Session(TokenCounts):
             # only exact counts are kept with the events: no calibration of the estimate here
             tok = Tokenizer.for_model(self.model)
             if tok.exact:
-                self._core.surface_tokens(tok._counter)
+                _native.surface_tokens(self._core, tok._counter)
         except Exception as exc:  # a tokenizer that cannot load, a message it cannot count
             log.warning("session %s: batch written without token counts (%s)", self.id, exc)
 
@@ -382,9 +392,7 @@ class Session(TokenCounts):
                 return
             if self._writer is not None:
                 self.flush()
-                suspend = getattr(self._writer, "suspend", None)
-                if suspend is not None:
-                    suspend()
+                self._writer.suspend()
             else:
                 self._released = zlib.compress(core.to_bytes(), 1)
             self._log = None
@@ -395,8 +403,8 @@ class Session(TokenCounts):
                 return self._log
             source = str(self.path or self.id)
             if self._writer is not None:
-                path = getattr(self._writer, "path", None)
-                if isinstance(path, Path):
+                path = self._writer.path
+                if path is not None:
                     from foldlog.log.forks import read_file
 
                     core, info = read_file(path)
@@ -404,7 +412,7 @@ class Session(TokenCounts):
                     core, info = _native.Log.parse(self._writer.read_log(), source, allow_empty=False)
                 if info["torn"] is not None:
                     raise StorageError(f"session {source} changed in its store while it was released")
-                core.mark_flushed(len(core))
+                _native.mark_flushed(core, len(core))
             else:
                 assert self._released is not None, "a released session keeps its bytes"
                 core, _ = _native.Log.parse(zlib.decompress(self._released), source)
@@ -427,53 +435,8 @@ class Session(TokenCounts):
         so `from_bytes` of them recounts nothing)."""
         return self._core.to_bytes()
 
-    def subscribe(self, fn: Subscriber, *, after_seq: int | None = None) -> Callable[[], None]:
-        """Call ``fn(event)`` for each event recorded from now on; with ``after_seq``, first for
-        every event after that seq already in the log (-1: all of them), then live — each event
-        once, in seq order, without a gap, even while other threads append (a UI that lost its
-        connection resumes with the last seq it saw). Returns a function that unsubscribes: once it
-        returns, ``fn`` is not running and is not called again.
-
-        ``fn`` runs in the thread that appended the event (or, for the replay, in this one). An
-        exception in a subscriber is logged and never breaks the writer. An ``after_seq`` the log
-        does not hold raises `UnknownSeqError`."""
-        with self._lock:
-            last = len(self._core) - 1
-            start = last + 1 if after_seq is None else check_after_seq(after_seq, last + 1) + 1
-            sub = Subscription(fn, start, self._read_events)
-            self._subscribers.append(sub)
-        sub.catch_up(last)
-
-        def unsubscribe() -> None:
-            sub.close()
-            if sub in self._subscribers:
-                self._subscribers.remove(sub)
-
-        return unsubscribe
-
     def _read_events(self, start: int, end: int) -> tuple[Mapping[str, Any], ...]:
         return tuple(self.events[start:end])
-
-    def events_since(self, seq: int) -> tuple[Mapping[str, Any], ...]:
-        """The events after ``seq`` (-1: all), as read-only mappings: what a reader that has seen
-        events up to ``seq`` missed. `UnknownSeqError` when the log has no event ``seq``."""
-        with self._lock:
-            n = len(self._core)
-            return self._read_events(check_after_seq(seq, n) + 1, n)
-
-    def fork(self, at_seq: int | None = None, path: str | os.PathLike[str] | None = None) -> Session:
-        """A new session whose history is this one's up to and including event ``at_seq``
-        (default: the last event), and which goes on by itself: its header names this session
-        and the fork point (docs/log-format.md, "Forks").
-
-        A session open on a file forks into a file (``path``, default: a new id in the same
-        folder) that refers to this log instead of copying it, open for writing; a session on
-        another store (PostgreSQL) forks into a new session of that store holding a copy; a
-        session in memory forks into memory (or into ``path``, copied). `ForkError` when there is
-        no event ``at_seq``."""
-        from foldlog.log.forks import fork_session
-
-        return fork_session(self, at_seq, path, None)
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -571,16 +534,6 @@ class Session(TokenCounts):
     def flush_syncs(self) -> bool:
         """Whether `flush()` waits for the disk (an fsync): async callers run it off the event loop."""
         return self._writer is not None and self._durability != "none"
-
-    def stats(self) -> dict[str, Any]:
-        """Counts of the log as stored (the events the load repair added are left out) and of
-        its surface: ``events``, ``types``, ``turns``, ``steps``, ``messages`` (by role),
-        ``surface_messages``, ``tool_calls``, ``tool_results``, ``compactions``,
-        ``unfinished_compactions`` and ``usage`` (summed) — computed by the core, what
-        ``foldlog log inspect`` shows."""
-        with self._lock:
-            stored = len(self._core) - int(self.repair_report.get("events_added", 0))
-            return self._core.stats(stored)
 
     def __len__(self) -> int:
         return len(self._core)

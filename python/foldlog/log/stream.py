@@ -1,8 +1,9 @@
 """Reconnectable event streams: a subscriber that replays what it missed, then follows live.
 
 A UI that loses its connection asks again with the last seq it saw
-(`Session.subscribe(fn, after_seq=N)`, `Session.events_since(N)`) and gets every later event
-once, in seq order: no gap, no duplicate, whatever the writer does meanwhile.
+(`session.stream.subscribe(fn, after_seq=N)`, `session.stream.events_since(N)`: a session's
+`EventStream`) and gets every later event once, in seq order: no gap, no duplicate, whatever the
+writer does meanwhile.
 
 How: each subscription keeps the seq of the next event it owes (``next_seq``). Whoever may have
 something new for it — the subscribe call replaying the past, every append after it commits —
@@ -66,6 +67,54 @@ class Subscription:
                         self.fn(event)
                     except Exception:
                         log.exception("session subscriber %r failed on event #%d", self.fn, seq)
+
+
+class EventStream:
+    """A session's events as a reconnectable stream (`Session.stream`): subscribers that replay
+    what they missed and then follow live, and the events after a seq. The session tells it of
+    each event it records (`committed`)."""
+
+    def __init__(self, lock: threading.RLock, length: Callable[[], int], read: EventReader) -> None:
+        self._lock = lock  # the session's: no event is appended while a subscription starts
+        self._length = length
+        self._read = read
+        self._subscriptions: list[Subscription] = []
+
+    def subscribe(self, fn: Subscriber, *, after_seq: int | None = None) -> Callable[[], None]:
+        """Call ``fn(event)`` for each event recorded from now on; with ``after_seq``, first for
+        every event after that seq already in the log (-1: all of them), then live — each event
+        once, in seq order, without a gap, even while other threads append (a UI that lost its
+        connection resumes with the last seq it saw). Returns a function that unsubscribes: once it
+        returns, ``fn`` is not running and is not called again.
+
+        ``fn`` runs in the thread that appended the event (or, for the replay, in this one). An
+        exception in a subscriber is logged and never breaks the writer. An ``after_seq`` the log
+        does not hold raises `UnknownSeqError`."""
+        with self._lock:
+            last = self._length() - 1
+            start = last + 1 if after_seq is None else check_after_seq(after_seq, last + 1) + 1
+            sub = Subscription(fn, start, self._read)
+            self._subscriptions.append(sub)
+        sub.catch_up(last)
+
+        def unsubscribe() -> None:
+            sub.close()
+            if sub in self._subscriptions:
+                self._subscriptions.remove(sub)
+
+        return unsubscribe
+
+    def events_since(self, seq: int) -> tuple[Mapping[str, Any], ...]:
+        """The events after ``seq`` (-1: all), as read-only mappings: what a reader that has seen
+        events up to ``seq`` missed. `UnknownSeqError` when the log has no event ``seq``."""
+        with self._lock:
+            n = self._length()
+            return tuple(self._read(check_after_seq(seq, n) + 1, n))
+
+    def committed(self, seq: int) -> None:
+        """Deliver the events up to ``seq`` (just recorded) to every subscriber."""
+        for sub in list(self._subscriptions):
+            sub.catch_up(seq)
 
 
 def check_after_seq(after_seq: int, length: int) -> int:

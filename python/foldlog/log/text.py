@@ -77,8 +77,9 @@ def message_text(message: Mapping[str, Any]) -> str:
 
 
 def display_text(content: Any) -> str:
-    """Plain text of a content value for people: a string as is; of a list, the strings and text
-    blocks, and every other block by name, joined with newlines."""
+    """Plain text of a content value for people (a listing, a transcript, the `ToolResult` event
+    a front end shows): a string as is; of a list, the strings and text blocks, and every other
+    block by name (``[image]``, ``[input_audio]``, …), joined with newlines."""
     if content is None:
         return ""
     if isinstance(content, str):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from foldlog._lazy import by_module, lazy_attributes
+from foldlog.log.grammar.types import ToolCall, Usage
 from foldlog.providers.base import (
     Chunk,
     Done,
@@ -14,10 +15,8 @@ from foldlog.providers.base import (
     Request,
     TextDelta,
     ThinkingBlock,
-    ToolCall,
     ToolCallChunk,
     ToolCallStart,
-    Usage,
     UsageChunk,
 )
 
@@ -28,13 +27,13 @@ from foldlog.providers.collect import Completion, collect
 # public name -> module defining it (PEP 562 lazy attributes: httpx and friends load on use)
 _LAZY = by_module(
     {
-        "foldlog.providers.anthropic": ("Anthropic",),
-        "foldlog.providers.openai_compat": ("OpenAICompatible",),
-        "foldlog.providers.deepseek": ("DeepSeek",),
-        "foldlog.providers.openai": ("OpenAI",),
-        "foldlog.providers.local": ("LocalLlama",),
-        "foldlog.providers.llama_server": ("LlamaServer",),
-        "foldlog.providers.retry": ("RetryPolicy",),
+        "foldlog.providers.anthropic.provider": ("Anthropic",),
+        "foldlog.providers.http.openai_compat": ("OpenAICompatible",),
+        "foldlog.providers.http.deepseek": ("DeepSeek",),
+        "foldlog.providers.http.openai": ("OpenAI",),
+        "foldlog.providers.local.provider": ("LocalLlama",),
+        "foldlog.providers.local.server": ("LlamaServer",),
+        "foldlog.providers.http.retry": ("RetryPolicy",),
         "foldlog.cost.prices": ("Price",),
         "foldlog.providers.scripted": ("Scripted",),
     }
@@ -42,13 +41,13 @@ _LAZY = by_module(
 
 if TYPE_CHECKING:
     from foldlog.cost.prices import Price
-    from foldlog.providers.anthropic import Anthropic
-    from foldlog.providers.deepseek import DeepSeek
-    from foldlog.providers.llama_server import LlamaServer
-    from foldlog.providers.local import LocalLlama
-    from foldlog.providers.openai import OpenAI
-    from foldlog.providers.openai_compat import OpenAICompatible
-    from foldlog.providers.retry import RetryPolicy
+    from foldlog.providers.anthropic.provider import Anthropic
+    from foldlog.providers.http.deepseek import DeepSeek
+    from foldlog.providers.http.openai import OpenAI
+    from foldlog.providers.http.openai_compat import OpenAICompatible
+    from foldlog.providers.http.retry import RetryPolicy
+    from foldlog.providers.local.provider import LocalLlama
+    from foldlog.providers.local.server import LlamaServer
     from foldlog.providers.scripted import Scripted
 
 

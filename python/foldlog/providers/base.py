@@ -11,98 +11,12 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from foldlog.log.grammar.types import FinishReason, ToolCall, Usage
+
 if TYPE_CHECKING:
+    from foldlog.cost.prices import Price
     from foldlog.log.wire import WireMessages
     from foldlog.providers.content import ContentIndex
-
-FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "cut"]
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """A complete tool call as the model asked for it. ``arguments`` is the model's raw JSON text."""
-
-    id: str
-    name: str
-    arguments: str
-
-    def to_openai(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "type": "function",
-            "function": {"name": self.name, "arguments": self.arguments},
-        }
-
-
-@dataclass(slots=True)
-class Usage:
-    """Token usage of one request as the provider reported it.
-
-    ``prompt_tokens`` counts every input token, cache reads and cache writes included;
-    ``cache_hit_tokens`` are the cache reads, ``cache_miss_tokens`` the rest of the input (cache
-    writes included), ``cache_write_tokens`` the part of the misses written to the cache
-    (Anthropic's cache creation; 0 where a provider does not report it). ``completion_tokens``
-    counts every output token, ``reasoning_tokens`` included."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cache_hit_tokens: int = 0
-    cache_miss_tokens: int = 0
-    reasoning_tokens: int = 0
-    #: prompt tokens written to the provider's cache by this request (Anthropic's
-    #: ``cache_creation_input_tokens``; priced apart from hits and misses). For Anthropic,
-    #: ``prompt_tokens`` = hits + misses + writes.
-    cache_write_tokens: int = 0
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-    @property
-    def cache_hit_rate(self) -> float:
-        return self.cache_hit_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
-
-    def to_dict(self) -> dict[str, int]:
-        """The ``usage`` of an ``assistant/message`` event (``cacheWriteTokens`` only when non-zero,
-        so logs of providers without cache writes keep their shape)."""
-        out = {
-            "promptTokens": self.prompt_tokens,
-            "completionTokens": self.completion_tokens,
-            "cacheHitTokens": self.cache_hit_tokens,
-            "cacheMissTokens": self.cache_miss_tokens,
-            "reasoningTokens": self.reasoning_tokens,
-        }
-        if self.cache_write_tokens:
-            out["cacheWriteTokens"] = self.cache_write_tokens
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Usage:
-        """The usage a log recorded (`to_dict`'s keys; OpenAI's snake_case names are read too)."""
-
-        def num(*keys: str) -> int:
-            for k in keys:
-                v = data.get(k)
-                if isinstance(v, int) and not isinstance(v, bool):
-                    return v
-            return 0
-
-        prompt = num("promptTokens", "prompt_tokens")
-        hit = num("cacheHitTokens", "cache_hit_tokens")
-        miss = (
-            num("cacheMissTokens", "cache_miss_tokens")
-            if ("cacheMissTokens" in data or "cache_miss_tokens" in data)
-            else max(prompt - hit, 0)
-        )
-        return cls(
-            prompt_tokens=prompt,
-            completion_tokens=num("completionTokens", "completion_tokens"),
-            cache_hit_tokens=hit,
-            cache_miss_tokens=miss,
-            reasoning_tokens=num("reasoningTokens", "reasoning_tokens"),
-            cache_write_tokens=num("cacheWriteTokens", "cache_write_tokens"),
-        )
-
 
 # --- chunks ----------------------------------------------------------------------------------
 
@@ -182,12 +96,6 @@ Chunk = (
 )
 
 
-def token_int(value: Any) -> int:
-    """A token count as a provider reported it: an int (not a bool), else 0 (absent, null or
-    malformed fields count nothing)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def stream_end(calls: Sequence[ToolCall], usage: Usage | None, finish: FinishReason) -> Iterator[Chunk]:
     """How every stream ends, whatever the provider: the complete calls in index order, the usage
     (when the provider reported one), then `Done`."""
@@ -242,10 +150,11 @@ class Request:
 
 @runtime_checkable
 class Provider(Protocol):
-    """Streams one chat completion.
+    """Streams one chat completion: the members every provider has.
 
-    A provider may also declare ``content_types``: the content block types it can send
-    (``foldlog.providers.content``; absent or ``None``: anything), checked before sending."""
+    The optional abilities (``content_types``, ``structured_output``, ``wire_style()``,
+    ``price_provider``, ``prices``, ``requests_sent``) are declared by :class:`ProviderBase`, which
+    every provider of this package inherits; `declared` reads them for any provider."""
 
     model: str
 
@@ -255,3 +164,46 @@ class Provider(Protocol):
     def stream(self, request: Request) -> AsyncIterator[Chunk]: ...
 
     async def aclose(self) -> None: ...
+
+
+class ProviderBase:
+    """The optional abilities of a provider, declared with their defaults (docs/providers.md,
+    "Abilities"). Every provider of this package inherits it and overrides what it has; a
+    provider of your own inherits it to declare any. One that implements only `Provider` gets
+    these defaults through `declared`."""
+
+    # no instance state here: the defaults are class attributes, and `_DEFAULTS` (below) an
+    # instance that cannot be changed by accident
+    __slots__ = ()
+
+    #: the content block types the provider can send (`foldlog.providers.content`), checked
+    #: before sending; ``None``: anything (the agent then does not index the request's blocks)
+    content_types: frozenset[str] | None = None
+    #: the endpoint honours ``response_format`` json_schema: a typed run sends its schema there
+    #: instead of offering a final-answer tool (docs/output.md)
+    structured_output: bool = False
+    #: the `genai-prices` provider id its requests are priced under (``"deepseek"``, ``"openai"``);
+    #: ``None``: found from the model name (`foldlog.cost`); also ``gen_ai.provider.name``
+    price_provider: str | None = None
+    #: the provider's own prices by model (``prices=``), before `genai-prices`; ``None``: none
+    prices: Mapping[str, Price] | None = None
+    #: the requests the provider has sent, retries and replays included (the CLI's usage line);
+    #: ``None``: it does not count them (the CLI counts usage reports instead)
+    requests_sent: int | None = None
+
+    def wire_style(self) -> str | None:
+        """The style of the core's cached message JSON the provider sends as it is
+        (`foldlog.log.wire`: ``"keep"``, ``"strip"``, ``"with-calls"``); ``None``: it builds its
+        messages itself, and the agent asks the session for no wire JSON."""
+        return None
+
+
+#: the abilities of a provider that declares none (`declared`)
+_DEFAULTS = ProviderBase()
+
+
+def declared(provider: Provider) -> ProviderBase:
+    """The declared abilities of ``provider``: the provider itself when it inherits
+    `ProviderBase`, else the defaults (a provider that implements only `Provider`). The one
+    place a provider's optional abilities are looked up; read them as attributes of the result."""
+    return provider if isinstance(provider, ProviderBase) else _DEFAULTS

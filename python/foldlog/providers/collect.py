@@ -6,8 +6,9 @@ import dataclasses
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
+from foldlog.log.grammar.types import FinishReason, ToolCall, Usage
 from foldlog.log.text import clean_text
-from foldlog.providers.base import Chunk, FinishReason, ToolCall, ToolCallStart, Usage
+from foldlog.providers.base import Chunk, ToolCallStart
 
 
 @dataclass(slots=True)

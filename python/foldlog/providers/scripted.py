@@ -8,15 +8,14 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any, cast
 
 from foldlog.errors import ProviderError
+from foldlog.log.grammar.types import FinishReason, ToolCall, Usage
 from foldlog.providers.base import (
     Chunk,
-    FinishReason,
+    ProviderBase,
     ReasoningDelta,
     Request,
     TextDelta,
-    ToolCall,
     ToolCallStart,
-    Usage,
     stream_end,
 )
 
@@ -48,7 +47,7 @@ def usage_from(d: Mapping[str, Any] | None) -> Usage | None:
     )
 
 
-class Scripted:
+class Scripted(ProviderBase):
     """Replies, one per provider call: an assistant message dict, an exception, or a (sync or async)
     callable taking the :class:`Request` and returning either.
 

@@ -21,10 +21,16 @@ Errors (all from :mod:`foldlog.errors`):
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from foldlog.errors import InvalidEventError
+from foldlog import _core
+from foldlog.errors import InvalidEventError, StorageError
+
+if TYPE_CHECKING:
+    from foldlog._core import Log
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,18 +79,89 @@ class StoreWriter(Protocol):
         ...
 
 
-@runtime_checkable
-class SessionStore(Protocol):
-    """Where session logs live."""
+class StoreWriterBase(ABC):
+    """A `StoreWriter` with its optional abilities declared, each with its default (what a
+    writer that implements only `StoreWriter` gets through `declared_writer`). The file and the
+    PostgreSQL writers inherit it and override what they do better; `Session` reaches its store
+    only through these members."""
 
-    def read_log(self, session_id: str) -> bytes:
-        """The whole log as JSONL bytes: header line, then one event per line (each ends in ``\\n``)."""
-        ...
+    #: the file that holds the log, for a writer of one (a released session reads it back with
+    #: its fork's parent); ``None``: the log is read back through `read_log`
+    path: Path | None = None
+
+    @abstractmethod
+    def read_log(self) -> bytes: ...
+
+    @abstractmethod
+    def append(self, lines: bytes, first_seq: int, count: int) -> None: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def append_from(self, log: Log) -> int:
+        """Store ``log``'s pending batch and mark it flushed; returns the events stored. The
+        default copies the batch out of the core and calls `append` (the file writer has the
+        core write it directly)."""
+        data, first, count = _core.pending_batch(log)
+        if count:
+            self.append(data, first, count)
+            _core.mark_flushed(log, first + count)
+        return count
+
+    def cut_tail(self, valid_len: int, add_newline: bool) -> None:
+        """Cut a torn last line found on open, at ``valid_len`` bytes of `read_log`'s log (and
+        end the last good line with a newline). The default cannot: `StorageError` (a store that
+        writes whole lines in one transaction never leaves a torn one)."""
+        raise StorageError("the stored log has a torn tail the store cannot cut")
+
+    def suspend(self) -> None:
+        """Let go of what an idle (released) session need not hold, keeping the lock; the next
+        write takes it up again. The default holds nothing to let go of."""
+        return None
+
+
+class _ProtocolWriter(StoreWriterBase):
+    """A writer that implements only `StoreWriter`, with the declared defaults."""
+
+    def __init__(self, writer: StoreWriter) -> None:
+        self._writer = writer
+
+    def read_log(self) -> bytes:
+        return self._writer.read_log()
+
+    def append(self, lines: bytes, first_seq: int, count: int) -> None:
+        self._writer.append(lines, first_seq, count)
+
+    def close(self) -> None:
+        self._writer.close()
+
+    def __repr__(self) -> str:
+        return repr(self._writer)
+
+
+def declared_writer(writer: StoreWriter) -> StoreWriterBase:
+    """``writer`` with its optional abilities declared: itself when it inherits
+    `StoreWriterBase`, else wrapped with the defaults (a store of your own whose writer
+    implements only `StoreWriter`)."""
+    return writer if isinstance(writer, StoreWriterBase) else _ProtocolWriter(writer)
+
+
+class WriterSource(Protocol):
+    """What `Session.open` needs of a store: the writer of a session."""
 
     def open_writer(self, session_id: str, header_line: bytes) -> StoreWriter:
         """Take the session's single-writer lock at once, or raise :class:`SessionLockedError`
         naming the holder. Creates the session with ``header_line`` (the header JSON as one
         line, without its newline) when it does not exist; an existing session keeps its own."""
+        ...
+
+
+@runtime_checkable
+class SessionStore(WriterSource, Protocol):
+    """Where session logs live."""
+
+    def read_log(self, session_id: str) -> bytes:
+        """The whole log as JSONL bytes: header line, then one event per line (each ends in ``\\n``)."""
         ...
 
     def list_sessions(self) -> list[SessionInfo]:
@@ -140,4 +217,14 @@ def check_header(session_id: str, header_line: bytes) -> bytes:
     return header
 
 
-__all__ = ["SessionInfo", "SessionStore", "StoreWriter", "check_batch", "check_header", "check_session_id"]
+__all__ = [
+    "SessionInfo",
+    "SessionStore",
+    "StoreWriter",
+    "StoreWriterBase",
+    "WriterSource",
+    "check_batch",
+    "check_header",
+    "check_session_id",
+    "declared_writer",
+]

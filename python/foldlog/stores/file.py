@@ -14,10 +14,17 @@ from pathlib import Path
 
 from foldlog import _core
 from foldlog.errors import StorageError
-from foldlog.stores.base import SessionInfo, check_batch, check_header, check_session_id
+from foldlog.log.grammar.kinds import TURN_START, USER_MESSAGE
+from foldlog.stores.base import SessionInfo, StoreWriterBase, check_batch, check_header, check_session_id
 
-_TURN = re.compile(rb'"type"\s*:\s*"turn/start"')
-_USER = re.compile(rb'"type"\s*:\s*"user/message"')
+
+def _type_is(kind: str) -> re.Pattern[bytes]:
+    """The bytes of an event line of type ``kind`` (listing reads lines without parsing them)."""
+    return re.compile(rb'"type"\s*:\s*"' + re.escape(kind.encode()) + rb'"')
+
+
+_TURN = _type_is(TURN_START)
+_USER = _type_is(USER_MESSAGE)
 _SEQ = re.compile(rb'"seq"\s*:\s*(\d+)')
 
 
@@ -70,8 +77,10 @@ def _fork_base(header: dict[str, object]) -> int:
     return -1
 
 
-class FileStoreWriter:
+class FileStoreWriter(StoreWriterBase):
     """The single writer of one session file. Holds ``<file>.lock`` until closed."""
+
+    path: Path  # always a file
 
     def __init__(self, path: str | os.PathLike[str], header_line: bytes, *, durable: bool = True) -> None:
         self.path = Path(path)
@@ -110,7 +119,7 @@ class FileStoreWriter:
     def append_from(self, log: _core.Log) -> int:
         """Flush the log's pending batch straight from the core (no copy through Python). The
         core checks the file is exactly what this writer left, which implies seq continuity."""
-        n = log.flush_to(self._core)
+        n = self._core.append_from(log)
         self._next_seq = None
         return n
 

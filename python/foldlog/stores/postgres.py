@@ -26,7 +26,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from foldlog.errors import InvalidEventError, SessionLockedError, StorageError
-from foldlog.stores.base import SessionInfo, check_batch, check_header, check_session_id
+from foldlog.stores.base import SessionInfo, StoreWriterBase, check_batch, check_header, check_session_id
 
 if TYPE_CHECKING:
     import psycopg
@@ -402,7 +402,7 @@ def _read_chunks(conn: psycopg.Connection[Any], session_id: str) -> Iterator[byt
             start = end + 1
 
 
-class PostgresWriter:
+class PostgresWriter(StoreWriterBase):
     """The single writer of one session: owns a connection that holds the session's advisory lock."""
 
     def __init__(self, conn: psycopg.Connection[Any], session_id: str, holder: str) -> None:

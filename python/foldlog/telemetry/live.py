@@ -6,18 +6,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from foldlog.providers.base import declared
 from foldlog.telemetry.spans import SpanBuilder, tracer_of
 
 if TYPE_CHECKING:
     from foldlog.agent.loop import Agent
     from foldlog.log.session import Session
+    from foldlog.providers.base import Provider
 
 
-def provider_name(provider: Any) -> str | None:
+def provider_name(provider: Provider) -> str | None:
     """``gen_ai.provider.name`` of a foldlog provider: its `genai-prices` id (``deepseek``,
     ``openai``) when it declares one, else ``None`` (the attribute is left out)."""
-    name = getattr(provider, "price_provider", None)
-    return name if isinstance(name, str) and name else None
+    return declared(provider).price_provider or None
 
 
 class Instrumentation:
@@ -57,7 +58,7 @@ class Instrumentation:
         for ev in session.events:  # what happened before: state only
             builder.prime(ev)
         self._builders.append(builder)
-        self._undo.append(session.subscribe(builder.feed))
+        self._undo.append(session.stream.subscribe(builder.feed))
         return builder
 
     def attach(self, agent: Agent, parent_span: Any = None, parent_session: str | None = None) -> SpanBuilder:

@@ -8,11 +8,11 @@ whose header names this session as its parent (``{"kind": "subagent", "id", "cal
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from foldlog.errors import ConfigTypeError
+from foldlog.log.grammar.reader import Result, read
 from foldlog.telemetry.spans import SpanBuilder, tracer_of
 
 
@@ -28,21 +28,11 @@ def _load(session_or_path: Any) -> tuple[Any, Path | None]:
     raise ConfigTypeError(f"export_session takes a Session or a path, not {type(session_or_path).__name__}")
 
 
-def _child_id(event: Mapping[str, Any]) -> str | None:
-    if event.get("type") != "tool/result":
-        return None
-    data = event.get("data")
-    meta = data.get("meta") if isinstance(data, Mapping) else None
-    sub = meta.get("subagent") if isinstance(meta, Mapping) else None
-    child = sub.get("session") if isinstance(sub, Mapping) else None
+def _child_id(result: Result) -> str | None:
+    """The sub-agent session a ``task`` result names, if any."""
+    sub = result.subagent
+    child = sub.get("session") if sub is not None else None
     return child if isinstance(child, str) and child else None
-
-
-def _call_id(event: Mapping[str, Any]) -> str | None:
-    data = event.get("data")
-    message = data.get("message") if isinstance(data, Mapping) else None
-    cid = message.get("toolCallId") if isinstance(message, Mapping) else None
-    return cid if isinstance(cid, str) else None
 
 
 class _Folder:
@@ -124,15 +114,15 @@ def _replay(
             seen=seen,
         )
 
-    for ev in session.events:
-        call_id = _call_id(ev) if ev.get("type") == "tool/result" else None
-        if call_id is not None:
+    for record in read(session.events, state=builder.reading):
+        if isinstance(record, Result) and record.call_id is not None:
             # before the result closes the call's span: the child's spans nest under it
+            call_id = record.call_id
             child = by_call.pop(call_id, None)
-            if child is None and (named := _child_id(ev)) is not None:
+            if child is None and (named := _child_id(record)) is not None:
                 child = folder.named(named)
             children += nest(child, call_id)
-        builder.feed(ev)
+        builder.take(record)
     for call_id, child in by_call.items():  # a call that never got its result: still its child
         children += nest(child, call_id)
     builder.finish()

@@ -19,11 +19,29 @@ the live and the replayed trees of one log are equal by construction.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from foldlog.errors import ConfigError
+from foldlog.log.grammar.reader import (
+    Call,
+    Chunk,
+    CompactionEnd,
+    CompactionStart,
+    CompactionSummary,
+    ReadState,
+    Record,
+    Reply,
+    RequestHeader,
+    Result,
+    SystemMessage,
+    TurnEnd,
+    TurnStart,
+    UserMessage,
+    record_of,
+)
+from foldlog.log.unfinished import APPROVAL
 
 try:
     from opentelemetry import trace
@@ -72,9 +90,8 @@ COMPACTION_TOKENS_AFTER = "foldlog.compaction.tokens_after"
 PARENT_SESSION = "foldlog.parent_session.id"
 
 
-def _ns(event: Mapping[str, Any]) -> int:
-    t = event.get("time")
-    return int(t) * 1_000_000 if isinstance(t, (int, float)) and not isinstance(t, bool) else 0
+def _ns(time: int | None) -> int:
+    return time * 1_000_000 if time is not None else 0
 
 
 def _json(value: Any) -> str:
@@ -114,7 +131,8 @@ class SpanBuilder:
     capture_content: bool = False
     parent: Any = None
     parent_session: str | None = None
-    model: str | None = None
+    #: the reading of the log so far: the model of the next request (`foldlog.log.grammar.reader`)
+    reading: ReadState = field(default_factory=ReadState)
     params: dict[str, Any] = field(default_factory=dict)
     _turn: _Open | None = None
     _tools: dict[str, _Open] = field(default_factory=dict)
@@ -156,23 +174,24 @@ class SpanBuilder:
 
     def prime(self, event: Mapping[str, Any]) -> None:
         """Take in an event that happened before tracing began: state only, no span."""
-        kind = event.get("type")
-        data = event.get("data")
-        if kind == "request/header" and isinstance(data, Mapping):
-            self._header(data)
-        self._last_time = _ns(event) or self._last_time
+        record = record_of(event, self.reading)
+        if isinstance(record, RequestHeader):
+            self._on_request_header(record, 0)
+        self._last_time = _ns(record.time) or self._last_time
 
     def feed(self, event: Mapping[str, Any]) -> None:
-        kind = event.get("type")
-        data = event.get("data")
-        data = data if isinstance(data, Mapping) else {}
-        now = _ns(event)
-        handler = _HANDLERS.get(str(kind))
+        """Take in the next event of the log."""
+        self.take(record_of(event, self.reading))
+
+    def take(self, record: Record) -> None:
+        """Take in the record of the next event (read with `reading`)."""
+        now = _ns(record.time)
+        handler = _HANDLERS.get(type(record))
         if handler is not None:
-            handler(self, data, now, event)
-        elif kind in ("user/message", "system/message") and self.capture_content:
-            self._new_input.append(_plain(data))
-        if kind != "assistant/chunk":
+            handler(self, record, now)
+        elif isinstance(record, UserMessage | SystemMessage) and self.capture_content:
+            self._new_input.append(_plain(record.data))
+        if not isinstance(record, Chunk):
             self._last_time = now or self._last_time
 
     def finish(self, end_ns: int | None = None) -> None:
@@ -194,24 +213,18 @@ class SpanBuilder:
 
     # --- one handler per event type ----------------------------------------------------------
 
-    def _header(self, data: Mapping[str, Any]) -> None:
-        model = data.get("model")
-        self.model = model if isinstance(model, str) else None
-        params = data.get("params")
-        self.params = dict(params) if isinstance(params, Mapping) else {}
+    def _on_request_header(self, record: RequestHeader, now: int) -> None:
+        self.params = dict(record.params)
 
-    def _on_request_header(self, data: Mapping[str, Any], now: int, event: Mapping[str, Any]) -> None:
-        self._header(data)
-
-    def _on_turn_start(self, data: Mapping[str, Any], now: int, event: Mapping[str, Any]) -> None:
+    def _on_turn_start(self, record: TurnStart, now: int) -> None:
         if self._turn is not None:  # a turn/start without the previous end: close it first
             self.finish(now)
         name = f"invoke_agent {self.agent_name}" if self.agent_name else "invoke_agent"
         attrs = {OPERATION: "invoke_agent", **self._common()}
         if self.agent_name:
             attrs[AGENT_NAME] = self.agent_name
-        if isinstance(data.get("turn"), int):
-            attrs[TURN] = data["turn"]
+        if record.turn is not None:
+            attrs[TURN] = record.turn
         if self.parent_session:
             attrs[PARENT_SESSION] = self.parent_session
         o = _Open(name, now, attrs)
@@ -220,79 +233,69 @@ class SpanBuilder:
         )
         self._turn = o
 
-    def _on_turn_end(self, data: Mapping[str, Any], now: int, event: Mapping[str, Any]) -> None:
+    def _on_turn_end(self, record: TurnEnd, now: int) -> None:
         o = self._turn
         if o is None or o.span is None:
             return
-        reason = data.get("reason")
-        kind = reason.get("kind") if isinstance(reason, Mapping) else None
-        kind = kind if isinstance(kind, str) else "unknown"
+        kind = record.reason or "unknown"
         # the tools of a turn cut short end with it
         for call_id, t in list(self._tools.items()):
             self.tool_spans[call_id] = self._make(t, now, o.span, kind)
         self._tools.clear()
         o.span.set_attribute(END_REASON, kind)
-        if kind != "completed":
+        if kind not in ("completed", APPROVAL):  # a pause for a person is no error: the wait shows
+            # as the gap to the resumed turn's span (docs/durable-runs.md)
             o.span.set_attribute(ERROR_TYPE, kind)
             o.span.set_status(Status(StatusCode.ERROR, kind))
         o.span.end(end_time=max(now, o.start))
         self._turn = None
 
-    def _on_assistant_message(self, data: Mapping[str, Any], now: int, event: Mapping[str, Any]) -> None:
-        if event.get("surfaceOp", "append") != "append":
+    def _on_assistant_message(self, record: Reply, now: int) -> None:
+        if not record.is_request:
             return  # a repaired copy of an earlier reply (load repair), not a request
-        model = self.model
+        model = record.model
         attrs: dict[str, Any] = {OPERATION: "chat", **self._common()}
         if model:
             attrs[REQUEST_MODEL] = model
-        answered = data.get("model")  # the model that answered, when the log names it
-        if isinstance(answered, str) and answered:
-            attrs[RESPONSE_MODEL] = answered
-            model = model or answered
+        if record.answered:  # the model that answered, when the log names it
+            attrs[RESPONSE_MODEL] = record.answered
+            model = model or record.answered
         if isinstance(self.params.get("max_tokens"), int):
             attrs[REQUEST_MAX_TOKENS] = self.params["max_tokens"]
         if isinstance(self.params.get("temperature"), (int, float)):
             attrs[REQUEST_TEMPERATURE] = float(self.params["temperature"])
-        for key, name in (("turn", TURN), ("step", STEP)):
-            if isinstance(data.get(key), int):
-                attrs[name] = data[key]
-        if isinstance(event.get("seq"), int):
-            attrs[SEQ] = event["seq"]
-        message = data.get("message")
-        message = message if isinstance(message, Mapping) else {}
-        interrupted = bool(data.get("interrupted"))
-        if not interrupted:
-            attrs[RESPONSE_FINISH] = ("tool_calls",) if message.get("tool_calls") else ("stop",)
-        usage = data.get("usage")
-        if isinstance(usage, Mapping):
-            for key, name in (
-                ("promptTokens", INPUT_TOKENS),
-                ("completionTokens", OUTPUT_TOKENS),
-                ("cacheHitTokens", CACHE_READ_TOKENS),
-                ("cacheWriteTokens", CACHE_WRITE_TOKENS),
-                ("reasoningTokens", REASONING_TOKENS),
-            ):
-                v = usage.get(key)
-                if isinstance(v, int) and not isinstance(v, bool):
-                    attrs[name] = v
-        cost = data.get("cost")
-        if isinstance(cost, Mapping) and isinstance(cost.get("total"), (int, float)):
+        if record.turn is not None:
+            attrs[TURN] = record.turn
+        if record.step is not None:
+            attrs[STEP] = record.step
+        if record.seq >= 0:
+            attrs[SEQ] = record.seq
+        if not record.interrupted:
+            attrs[RESPONSE_FINISH] = ("tool_calls",) if record.calls else ("stop",)
+        usage = record.usage
+        if usage is not None:
+            attrs[INPUT_TOKENS] = usage.prompt_tokens
+            attrs[OUTPUT_TOKENS] = usage.completion_tokens
+            attrs[CACHE_READ_TOKENS] = usage.cache_hit_tokens
+            if usage.cache_write_tokens:  # logged only when there were some
+                attrs[CACHE_WRITE_TOKENS] = usage.cache_write_tokens
+            attrs[REASONING_TOKENS] = usage.reasoning_tokens
+        cost = record.cost
+        if cost is not None and isinstance(cost.get("total"), (int, float)):
             attrs[COST] = float(cost["total"])
             if isinstance(cost.get("currency"), str):
                 attrs[COST_CURRENCY] = cost["currency"]
         if self.capture_content:
             attrs[INPUT_MESSAGES] = _json(self._new_input)
-            attrs[OUTPUT_MESSAGES] = _json([_plain(message)])
+            attrs[OUTPUT_MESSAGES] = _json([_plain(record.message)])
         self._new_input = []
         name = f"chat {model}" if model else "chat"
         o = _Open(name, self._last_time or now, attrs, SpanKind.CLIENT)
-        self._make(o, now, self._current_parent(), "interrupted" if interrupted else None)
+        self._make(o, now, self._current_parent(), "interrupted" if record.interrupted else None)
 
-    def _on_tool_call(self, data: Mapping[str, Any], now: int, event: Mapping[str, Any]) -> None:
-        name = data.get("name")
-        name = name if isinstance(name, str) else ""
-        call_id = data.get("callId")
-        call_id = call_id if isinstance(call_id, str) else f"seq-{event.get('seq')}"
+    def _on_tool_call(self, record: Call, now: int) -> None:
+        name = record.name or ""
+        call_id = record.call_id if record.call_id is not None else f"seq-{record.seq}"
         attrs: dict[str, Any] = {
             OPERATION: "execute_tool",
             TOOL_NAME: name,
@@ -300,10 +303,10 @@ class SpanBuilder:
             TOOL_TYPE: "function",
             **self._common(),
         }
-        if isinstance(event.get("seq"), int):  # orders spans that start in the same millisecond
-            attrs[SEQ] = event["seq"]
-        if self.capture_content and isinstance(data.get("arguments"), str):
-            attrs[TOOL_ARGUMENTS] = data["arguments"]
+        if record.seq >= 0:  # orders spans that start in the same millisecond
+            attrs[SEQ] = record.seq
+        if self.capture_content and record.arguments is not None:
+            attrs[TOOL_ARGUMENTS] = record.arguments
         o = _Open(f"execute_tool {name}" if name else "execute_tool", now, attrs)
         # made now, not at its result: a sub-agent's spans need it as their parent
         o.span = self.tracer.start_span(
@@ -312,65 +315,61 @@ class SpanBuilder:
         self._tools[call_id] = o
         self.tool_spans[call_id] = o.span
 
-    def _on_tool_result(self, data: Mapping[str, Any], now: int, event: Mapping[str, Any]) -> None:
-        message = data.get("message")
-        message = message if isinstance(message, Mapping) else {}
-        call_id = message.get("toolCallId")
-        o = self._tools.pop(call_id, None) if isinstance(call_id, str) else None
+    def _on_tool_result(self, record: Result, now: int) -> None:
+        message = record.message
+        o = self._tools.pop(record.call_id, None) if record.call_id is not None else None
         if o is None:  # a pruned copy, an imported result without its call: no span
             if self.capture_content:
                 self._new_input.append(_plain(message))
             return
         if self.capture_content:
             self._new_input.append(_plain(message))
-            o.span.set_attribute(TOOL_RESULT, _json(_plain(message.get("content"))))
-        if message.get("isError"):
+            o.span.set_attribute(TOOL_RESULT, _json(_plain(record.content)))
+        if record.is_error:
             o.span.set_attribute(ERROR_TYPE, "tool_error")
             o.span.set_status(Status(StatusCode.ERROR, "tool_error"))
         o.span.end(end_time=max(now, o.start))
 
-    def _on_compaction_start(self, data: Mapping[str, Any], now: int, event: Mapping[str, Any]) -> None:
+    def _on_compaction_start(self, record: CompactionStart, now: int) -> None:
         attrs: dict[str, Any] = {**self._common()}
-        for key, name in (("id", COMPACTION_ID), ("trigger", COMPACTION_TRIGGER)):
-            if isinstance(data.get(key), str):
-                attrs[name] = data[key]
+        if record.id is not None:
+            attrs[COMPACTION_ID] = record.id
+        if record.trigger is not None:
+            attrs[COMPACTION_TRIGGER] = record.trigger
         self._compaction = _Open("compaction", now, attrs)
 
-    def _on_compaction_summary(self, data: Mapping[str, Any], now: int, event: Mapping[str, Any]) -> None:
+    def _on_compaction_summary(self, record: CompactionSummary, now: int) -> None:
         o = self._compaction
         if o is None:
             return
-        folded = data.get("folded")
-        if isinstance(folded, list):
-            o.attrs[COMPACTION_FOLDED] = len(folded)
-        for key, name in (
-            ("tokensBefore", COMPACTION_TOKENS_BEFORE),
-            ("tokensAfter", COMPACTION_TOKENS_AFTER),
-        ):
-            if isinstance(data.get(key), int):
-                o.attrs[name] = data[key]
-        if isinstance(data.get("model"), str):
-            o.attrs[REQUEST_MODEL] = data["model"]
+        if record.folded is not None:
+            o.attrs[COMPACTION_FOLDED] = len(record.folded)
+        if record.tokens_before is not None:
+            o.attrs[COMPACTION_TOKENS_BEFORE] = record.tokens_before
+        if record.tokens_after is not None:
+            o.attrs[COMPACTION_TOKENS_AFTER] = record.tokens_after
+        if record.model is not None:
+            o.attrs[REQUEST_MODEL] = record.model
 
-    def _on_compaction_end(self, data: Mapping[str, Any], now: int, event: Mapping[str, Any]) -> None:
+    def _on_compaction_end(self, record: CompactionEnd, now: int) -> None:
         o = self._compaction
         if o is None:
             return
         self._compaction = None
-        error = data.get("error")
-        self._make(o, now, self._current_parent(), "compaction_error" if error else None)
+        self._make(o, now, self._current_parent(), "compaction_error" if record.error else None)
 
 
-_HANDLERS = {
-    "request/header": SpanBuilder._on_request_header,
-    "turn/start": SpanBuilder._on_turn_start,
-    "turn/end": SpanBuilder._on_turn_end,
-    "assistant/message": SpanBuilder._on_assistant_message,
-    "tool/call": SpanBuilder._on_tool_call,
-    "tool/result": SpanBuilder._on_tool_result,
-    "compaction/start": SpanBuilder._on_compaction_start,
-    "compaction/summary": SpanBuilder._on_compaction_summary,
-    "compaction/end": SpanBuilder._on_compaction_end,
+#: the handler of each record type (the others make no span)
+_HANDLERS: dict[type, Callable[[SpanBuilder, Any, int], None]] = {
+    RequestHeader: SpanBuilder._on_request_header,
+    TurnStart: SpanBuilder._on_turn_start,
+    TurnEnd: SpanBuilder._on_turn_end,
+    Reply: SpanBuilder._on_assistant_message,
+    Call: SpanBuilder._on_tool_call,
+    Result: SpanBuilder._on_tool_result,
+    CompactionStart: SpanBuilder._on_compaction_start,
+    CompactionSummary: SpanBuilder._on_compaction_summary,
+    CompactionEnd: SpanBuilder._on_compaction_end,
 }
 
 

@@ -13,7 +13,8 @@ The block types are those the log records and the providers send (``docs/provide
   ``source`` ``{"type": "base64", "media_type", "data"}`` (or ``url``; ``document`` also
   ``text``).
 
-Blocks are checked before anything is logged: a malformed one makes the call's result an error
+Blocks are checked before anything is logged, by the log's own block rule (the core's, which
+checks every message on the way into the log): a malformed one makes the call's result an error
 naming the tool and the path (``content[1].image_url.url``), never a crash. The output limit
 applies to the text parts (their total, shared in proportion to their sizes); image and file
 data are not text and are kept whole.
@@ -21,14 +22,14 @@ data are not text and are kept whole.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
+from foldlog import _core
 from foldlog.errors import InvalidEventError
 from foldlog.tools.output import cap_text, clean_text, utf8_len
 
-#: block type -> the key holding its payload
+#: block type -> the key holding its payload (the types are those the core lets a tool return)
 PAYLOAD: Mapping[str, str] = {
     "text": "text",
     "image_url": "image_url",
@@ -37,7 +38,6 @@ PAYLOAD: Mapping[str, str] = {
     "image": "source",
     "document": "source",
 }
-_DETAILS = ("auto", "low", "high")
 
 
 class MalformedContent(InvalidEventError):
@@ -57,91 +57,16 @@ def looks_like_blocks(value: Any) -> bool:
     return True
 
 
-def _need(cond: bool, path: str, what: str) -> None:
-    if not cond:
-        raise MalformedContent(f"{path}: {what}")
-
-
-def _string(obj: Mapping[str, Any], key: str, path: str, *, optional: bool = False) -> None:
-    value = obj.get(key)
-    if value is None and optional:
-        return
-    _need(isinstance(value, str) and value != "", f"{path}.{key}", "expected a non-empty string")
-
-
-def _source(block: Mapping[str, Any], path: str, kinds: Sequence[str]) -> None:
-    src = block.get("source")
-    _need(isinstance(src, Mapping), f"{path}.source", "expected an object")
-    assert isinstance(src, Mapping)
-    kind = src.get("type")
-    _need(kind in kinds, f"{path}.source.type", f"expected one of {', '.join(kinds)}, got {kind!r}")
-    if kind == "base64":
-        _string(src, "media_type", f"{path}.source")
-        _string(src, "data", f"{path}.source")
-    elif kind == "url":
-        _string(src, "url", f"{path}.source")
-    else:  # text
-        _need(isinstance(src.get("data"), str), f"{path}.source.data", "expected a string")
-
-
-def check_block(block: Any, path: str) -> None:
-    """Raise :class:`MalformedContent` naming the path unless ``block`` is a well-formed block."""
-    _need(isinstance(block, Mapping), path, f"expected a content block object, got {type(block).__name__}")
-    assert isinstance(block, Mapping)
-    kind = block.get("type")
-    _need(
-        isinstance(kind, str) and kind in PAYLOAD,
-        f"{path}.type",
-        f"expected one of {', '.join(PAYLOAD)}, got {kind!r}",
-    )
-    if kind == "text":
-        _need(isinstance(block.get("text"), str), f"{path}.text", "expected a string")
-    elif kind == "image_url":
-        inner = block.get("image_url")
-        _need(isinstance(inner, Mapping), f"{path}.image_url", "expected an object {url, detail?}")
-        assert isinstance(inner, Mapping)
-        _string(inner, "url", f"{path}.image_url")
-        detail = inner.get("detail")
-        _need(detail is None or detail in _DETAILS, f"{path}.image_url.detail", f"expected one of {_DETAILS}")
-    elif kind == "input_audio":
-        inner = block.get("input_audio")
-        _need(isinstance(inner, Mapping), f"{path}.input_audio", "expected an object {data, format}")
-        assert isinstance(inner, Mapping)
-        _string(inner, "data", f"{path}.input_audio")
-        _string(inner, "format", f"{path}.input_audio")
-    elif kind == "file":
-        inner = block.get("file")
-        _need(
-            isinstance(inner, Mapping), f"{path}.file", "expected an object {file_data | file_id, filename?}"
-        )
-        assert isinstance(inner, Mapping)
-        _need(
-            isinstance(inner.get("file_data"), str) or isinstance(inner.get("file_id"), str),
-            f"{path}.file",
-            "expected file_data or file_id",
-        )
-        _string(inner, "filename", f"{path}.file", optional=True)
-    elif kind == "image":
-        _source(block, path, ("base64", "url"))
-    else:  # document
-        _source(block, path, ("base64", "url", "text"))
-
-
 def check_blocks(blocks: Any) -> list[dict[str, Any]]:
-    """``blocks`` checked, as plain JSON data (a copy): raises :class:`MalformedContent`."""
-    _need(
-        isinstance(blocks, list | tuple), "content", f"expected a list of blocks, got {type(blocks).__name__}"
-    )
-    _need(len(blocks) > 0, "content", "expected at least one block")
-    for i, block in enumerate(blocks):
-        check_block(block, f"content[{i}]")
+    """``blocks`` checked by the log's block rule, as plain JSON data (a copy); raises
+    :class:`MalformedContent` naming the place (``content[1].image_url.url``). The rule is the
+    core's (``foldlog._core.check_tool_blocks``): the one every message's blocks are checked by
+    on the way into the log, and for a tool's blocks also at least one block, each of a type the
+    providers send (the keys of `PAYLOAD`)."""
     try:
-        plain: list[dict[str, Any]] = json.loads(
-            json.dumps(list(blocks), ensure_ascii=False, allow_nan=False)
-        )
-    except (TypeError, ValueError) as e:
-        raise MalformedContent(f"content: not JSON data ({e})") from None
-    return plain
+        return _core.check_tool_blocks(blocks)
+    except InvalidEventError as e:
+        raise MalformedContent(str(e)) from None
 
 
 def cap_blocks(blocks: list[dict[str, Any]], limit: int) -> tuple[list[dict[str, Any]], int, int]:
@@ -166,26 +91,10 @@ def cap_blocks(blocks: list[dict[str, Any]], limit: int) -> tuple[list[dict[str,
     return out, omitted, replaced
 
 
-def render_text(content: str | Sequence[Mapping[str, Any]]) -> str:
-    """A result's content as one text, for front ends: text parts, other blocks as ``[image]`` …"""
-    if isinstance(content, str):
-        return content
-    parts: list[str] = []
-    for block in content:
-        kind = block.get("type")
-        if kind == "text":
-            parts.append(str(block.get("text", "")))
-        else:
-            parts.append(f"[{'image' if kind in ('image', 'image_url') else kind}]")
-    return "\n".join(parts)
-
-
 __all__ = [
     "PAYLOAD",
     "MalformedContent",
     "cap_blocks",
-    "check_block",
     "check_blocks",
     "looks_like_blocks",
-    "render_text",
 ]

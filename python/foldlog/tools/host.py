@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from foldlog.providers.base import ToolCall
+    from foldlog.log.grammar.types import ToolCall
 
 #: default bound on a call's arguments (UTF-8 bytes): a larger call gets an error result
 ARGUMENT_LIMIT = 4 * 1024 * 1024

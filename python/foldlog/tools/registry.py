@@ -39,6 +39,12 @@ class Tool:
     context_param: str | None = None
     is_async: bool = False
     timeout: float | None = None
+    #: running it twice does no more than running it once: `Agent.resume` may run again a call
+    #: that was cut off before its result was stored (docs/durable-runs.md)
+    idempotent: bool = False
+    #: a person must approve each call first (the turn pauses: docs/durable-runs.md); a callable
+    #: ``fn(arguments) -> bool`` decides per call
+    needs_approval: bool | Callable[[dict[str, Any]], bool] = False
 
     def __post_init__(self) -> None:
         if not self.name or len(self.name) > 64 or not set(self.name) <= _NAME_OK:
@@ -51,6 +57,16 @@ class Tool:
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
         }
+
+    @property
+    def may_run_again(self) -> bool:
+        """Whether a call cut off before its result was stored may simply be run again."""
+        return self.read_only or self.idempotent
+
+    def approval_needed(self, args: dict[str, Any]) -> bool:
+        """Whether this call (its validated ``args``) waits for a person's approval."""
+        need = self.needs_approval
+        return bool(need(args)) if callable(need) else bool(need)
 
     def check(self, args: Any) -> list[str]:
         return validate(args, self.parameters)
@@ -73,6 +89,8 @@ def make_tool(
     description: str | None = None,
     read_only: bool = False,
     timeout: float | None = None,
+    idempotent: bool = False,
+    needs_approval: bool | Callable[[dict[str, Any]], bool] = False,
 ) -> Tool:
     params, annotations, injected = function_schema(fn, _is_context)
     if len(injected) > 1:
@@ -88,6 +106,8 @@ def make_tool(
         context_param=injected[0] if injected else None,
         is_async=inspect.iscoroutinefunction(fn),
         timeout=timeout,
+        idempotent=idempotent,
+        needs_approval=needs_approval,
     )
 
 
@@ -102,6 +122,8 @@ def tool(
     description: str | None = None,
     read_only: bool = False,
     timeout: float | None = None,
+    idempotent: bool = False,
+    needs_approval: bool | Callable[[dict[str, Any]], bool] = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -113,14 +135,25 @@ def tool(
     description: str | None = None,
     read_only: bool = False,
     timeout: float | None = None,
+    idempotent: bool = False,
+    needs_approval: bool | Callable[[dict[str, Any]], bool] = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Decorator: ``@tool`` or ``@tool(read_only=True, name="x")``. The docstring describes the tool
-    (``Args:`` lines describe parameters); type hints give the JSON schema."""
+    (``Args:`` lines describe parameters); type hints give the JSON schema. ``idempotent`` and
+    ``needs_approval`` (a flag, or ``fn(arguments) -> bool`` per call): docs/durable-runs.md."""
     if fn is not None:
         return make_tool(fn)
 
     def wrap(f: Callable[..., Any]) -> Tool:
-        return make_tool(f, name=name, description=description, read_only=read_only, timeout=timeout)
+        return make_tool(
+            f,
+            name=name,
+            description=description,
+            read_only=read_only,
+            timeout=timeout,
+            idempotent=idempotent,
+            needs_approval=needs_approval,
+        )
 
     return wrap
 

@@ -21,7 +21,7 @@ import inspect
 import json
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +42,7 @@ from foldlog.tools.output import HeadTail, cap_output, cap_text, clean_text, jso
 
 if TYPE_CHECKING:
     from foldlog.hooks import Hooks
-    from foldlog.providers.base import ToolCall
+    from foldlog.log.grammar.types import ToolCall
     from foldlog.tools.registry import Tool, ToolRegistry
 
 LOOP_GUARD_RUNS = 3
@@ -161,12 +161,31 @@ def _in_thread(fn: Callable[..., Any], kwargs: Mapping[str, Any], name: str) -> 
     return future
 
 
+AWAITING_APPROVAL = "error: not run yet: {name} is waiting for a person's approval"
+"""The result a call waiting for approval stands with while its turn is paused (replaced by the
+real one when the turn is resumed: docs/durable-runs.md)."""
+
+
+class _AwaitingApproval(Exception):
+    """Control flow: the call waits for a person (``question``: the hook's, or empty)."""
+
+    def __init__(self, question: str) -> None:
+        super().__init__(question)
+        self.question = question
+
+
 @dataclass(slots=True)
 class CallResult:
     call: ToolCall
     content: str | list[dict[str, Any]]
     is_error: bool
     meta: dict[str, Any] = field(default_factory=dict)
+    #: the call was not run: it waits for a person's approval (the question asked, or "")
+    awaiting: str | None = None
+
+
+#: ``on_result(result)``: told each result as soon as it and those before it are final
+OnResult = Callable[["CallResult"], Awaitable[None]]
 
 
 class ToolRunner:
@@ -195,17 +214,37 @@ class ToolRunner:
         # state of the batch in progress, read by the agent when the batch is cancelled
         self.started: set[int] = set()
         self.done: dict[int, CallResult] = {}
+        #: the approval flow (docs/durable-runs.md): ``None`` outside an agent that can pause (a
+        #: call that needs approval is then refused unless the approver says yes); else the ids
+        #: of the calls a person approved, which run without asking again
+        self.approved: set[str] | None = None
+        self._keys: dict[int, str] = {}
+        self._reported = 0
 
-    async def run_batch(self, calls: Sequence[ToolCall], *, turn: int = 0, step: int = 0) -> list[CallResult]:
+    async def run_batch(
+        self,
+        calls: Sequence[ToolCall],
+        *,
+        turn: int = 0,
+        step: int = 0,
+        on_result: OnResult | None = None,
+    ) -> list[CallResult]:
+        """Run ``calls``; their results in call order. ``on_result`` is told each result as soon
+        as it and every result before it are final (the agent logs and stores it at once: the
+        write-ahead of docs/durable-runs.md); the last one after the batch's own guard."""
         limits = self.limits
         output_limit, timeout = limits.output_limit, limits.timeout
         self.started = set()
         self.done = {}
+        self._keys, self._reported = {}, 0
+        self.no_progress = False
+        if turn >= 1 and turn != self._seen_turn:
+            self._seen_turn, self._seen = turn, {}
         sem = asyncio.Semaphore(limits.max_parallel)
         i = 0
         while i < len(calls):
             j = i
-            while j < len(calls) and self._read_only(calls[j].name):
+            while j < len(calls) and self.read_only(calls[j].name):
                 j += 1
             if j - i > 1:
                 # consecutive read-only calls: concurrently, at most max_parallel at once
@@ -220,64 +259,84 @@ class ToolRunner:
                 self.started.add(i)
                 self.done[i] = await self._run_one(calls[i], output_limit, timeout, turn, step)
                 i += 1
+            await self._report(len(calls) - 1, turn, on_result)
         results = [self.done[k] for k in range(len(calls))]
-        seen = [_result_key(r) for r in results]  # before either guard adds its line
-        warned = self._loop_guard(results)
-        self.no_progress = self._note_repeats(results, seen, turn, warned)
+        if results:
+            last = results[-1]
+            key = self._keys[len(results) - 1] = _result_key(last)  # before either guard's line
+            warned = self._loop_guard(results)
+            # one guard line per result: the failing-batch guard's goes before the last result
+            self._note_repeat(last, key, turn, add_line=not warned)
+            self._reported = len(results)
+            if on_result is not None:
+                await on_result(last)
         return results
 
-    def _note_repeats(self, results: list[CallResult], seen: list[str], turn: int, warned: bool) -> bool:
-        """Count, in call order, each call's runs in a row with the same result; the ``REPEAT_LIMIT``-th
-        and later get the `NO_PROGRESS` line before their result. Whether any did.
+    async def _report(self, upto: int, turn: int, on_result: OnResult | None) -> None:
+        """Finish and report, in call order, the results before index ``upto`` that are done."""
+        while self._reported < upto and self._reported in self.done:
+            r = self.done[self._reported]
+            key = self._keys[self._reported] = _result_key(r)  # before the guard adds its line
+            self._note_repeat(r, key, turn, add_line=True)
+            self._reported += 1
+            if on_result is not None:
+                await on_result(r)
+
+    def _note_repeat(self, r: CallResult, result: str, turn: int, *, add_line: bool) -> None:
+        """Count, in call order, a call's runs in a row with the same result; the ``REPEAT_LIMIT``-th
+        and later get the `NO_PROGRESS` line before their result (``no_progress`` is set).
 
         Why: a small model that did not take in a result asks for it again and again until the
         step limit. Only the same result again is no progress: a call whose result changed (a
         test run after an edit, a poll) resets its count, and so does any call in between that
         may change state (a tool not declared ``read_only``), so a test run after an edit always
         counts from one. The call still runs: the guard judges its result, never refuses it.
-        (``warned``: the failing-batch guard already put its line before the first result.)"""
-        if turn < 1:  # not run by an agent's turn: nothing to count against
-            return False
-        if turn != self._seen_turn:
-            self._seen_turn, self._seen = turn, {}
-        stuck = False
-        for r, result in zip(results, seen, strict=True):
-            key = (r.call.name, _canonical_arguments(r.call.arguments))
-            if not self._read_only(r.call.name):
-                self._seen = {k: v for k, v in self._seen.items() if k == key}
-            last, runs = self._seen.get(key, ("", 0))
-            runs = runs + 1 if runs and last == result else 1
-            self._seen[key] = (result, runs)
-            if runs >= REPEAT_LIMIT:
-                stuck = True
-                if not (warned and r is results[0]):  # one guard line per result
-                    _prefix(r, NO_PROGRESS.format(name=r.call.name, n=runs))
-        return stuck
+        (``add_line`` false: the failing-batch guard already put its line before this result.)"""
+        if turn < 1 or r.awaiting is not None:  # not run by an agent's turn; or not run at all
+            return
+        key = (r.call.name, _canonical_arguments(r.call.arguments))
+        if not self.read_only(r.call.name):
+            self._seen = {k: v for k, v in self._seen.items() if k == key}
+        last, runs = self._seen.get(key, ("", 0))
+        runs = runs + 1 if runs and last == result else 1
+        self._seen[key] = (result, runs)
+        if runs >= REPEAT_LIMIT:
+            self.no_progress = True
+            if add_line:
+                _prefix(r, NO_PROGRESS.format(name=r.call.name, n=runs))
 
-    def _read_only(self, name: str) -> bool:
+    def read_only(self, name: str) -> bool:
+        """Whether a call of ``name`` cannot change anything (runs concurrently; needs no write-ahead)."""
         t = self.registry.get(name)
         return t is None or t.read_only  # an unknown tool only yields an error: harmless to overlap
 
     def _loop_guard(self, results: list[CallResult]) -> bool:
         """The spec's warning: after ``LOOP_GUARD_RUNS`` identical all-failing batches in a row,
-        a line before the first result (whether it added one)."""
+        a line before the last result (whether it added one). The last, not the first: the
+        results before it are already logged and stored when the batch ends (`run_batch`).
+        A batch with a call waiting for approval is not judged (its turn pauses)."""
+        if any(r.awaiting is not None for r in results):
+            return False
         if not results or not all(r.is_error for r in results):
             self._guard_key, self._guard_runs = None, 0
             return False
-        key = tuple((r.call.name, r.call.arguments, r.content) for r in results)
+        key = tuple((r.call.name, r.call.arguments, self._keys[k]) for k, r in enumerate(results))
         if key == self._guard_key:
             self._guard_runs += 1
         else:
             self._guard_key, self._guard_runs = key, 1
         if self._guard_runs >= LOOP_GUARD_RUNS:
-            _prefix(results[0], LOOP_GUARD_LINE.format(n=self._guard_runs))
+            _prefix(results[-1], LOOP_GUARD_LINE.format(n=self._guard_runs))
             return True
         return False
 
     async def _run_one(
         self, call: ToolCall, limit: int, timeout: float | None, turn: int, step: int
     ) -> CallResult:
-        outcome = await self._execute(call, limit, timeout, turn, step)
+        try:
+            outcome = await self._execute(call, limit, timeout, turn, step)
+        except _AwaitingApproval as wait:
+            return CallResult(call, AWAITING_APPROVAL.format(name=call.name), True, awaiting=wait.question)
         try:
             content, meta = bounded(outcome, limit)
         except MalformedContent as e:  # never a crash: the model is told what was wrong
@@ -318,11 +377,16 @@ class ToolRunner:
             )
         ctx = ToolContext(self.host, call, args, turn, step)
         hooks = self.hooks
-        if hooks is None:
-            return await self._invoke(t, ctx, timeout, limit)
+        needs_approval = t.approval_needed(args)
+        if hooks is None or not hooks.tool_pre_execute_hooks:
+            refused = await self._approval(ctx, "") if needs_approval else None
+            if refused is not None:
+                return ToolOutcome(refused, True)
+            if hooks is None:
+                return await self._invoke(t, ctx, timeout, limit)
         try:
             if hooks.tool_pre_execute_hooks:
-                refused = await self._pre_execute(ctx, hooks)
+                refused = await self._pre_execute(ctx, hooks, needs_approval)
                 if refused is not None:
                     return ToolOutcome(refused, True)
             if hooks.tool_execute_hooks:
@@ -339,6 +403,8 @@ class ToolRunner:
                 outcome = await self._post_execute(call, outcome, hooks)
         except HookRefused as r:
             return ToolOutcome(f"blocked: {t.name} was not run: {r}", True)
+        except _AwaitingApproval:
+            raise
         except Exception as e:  # a tool-hook error becomes this tool's error result
             return ToolOutcome(f"error: tool hook failed for {t.name}: {type(e).__name__}: {e}", True)
         return outcome
@@ -369,8 +435,9 @@ class ToolRunner:
             return ToolOutcome(f"error: {type(e).__name__}: {e}", True)
         return to_outcome(value, output_limit)
 
-    async def _pre_execute(self, ctx: ToolContext, hooks: Hooks) -> str | None:
-        """The policy chain's decision: ``None`` to run the call, else the refusal text."""
+    async def _pre_execute(self, ctx: ToolContext, hooks: Hooks, needs_approval: bool) -> str | None:
+        """The policy chain's decision: ``None`` to run the call, else the refusal text. A call
+        the chain allows that needs approval (``needs_approval``) is asked about like an `ask`."""
 
         async def allowed() -> Allow:
             return Allow()
@@ -381,13 +448,25 @@ class ToolRunner:
         if isinstance(decision, Deny):
             return f"blocked: {ctx.call.name} was denied: {decision.reason}"
         if isinstance(decision, Ask):
-            approved = False
-            if hooks.approver is not None:
-                answer = hooks.approver(ctx, decision.question)
-                approved = bool(await answer if inspect.isawaitable(answer) else answer)
-            if not approved:
-                return f"blocked: {ctx.call.name} needs approval ({decision.question}) and was not approved"
-        return None
+            return await self._approval(ctx, decision.question)
+        return await self._approval(ctx, "") if needs_approval else None
+
+    async def _approval(self, ctx: ToolContext, question: str) -> str | None:
+        """A call that needs a person's yes (``question``: a hook's `ask`, or "" for a tool's
+        ``needs_approval``): ``None`` to run it, else the refusal text. Approved already (a resumed
+        turn's answer) → runs; an approver → it decides now; an agent that can pause → the call
+        waits (`_AwaitingApproval`); else it is refused."""
+        if self.approved is not None and ctx.call.id in self.approved:
+            return None
+        hooks = self.hooks
+        if hooks is not None and hooks.approver is not None:
+            answer = hooks.approver(ctx, question)
+            if bool(await answer if inspect.isawaitable(answer) else answer):
+                return None
+        elif self.approved is not None:
+            raise _AwaitingApproval(question)
+        what = f" ({question})" if question else ""
+        return f"blocked: {ctx.call.name} needs approval{what} and was not approved"
 
     async def _post_execute(self, call: ToolCall, outcome: ToolOutcome, hooks: Hooks) -> ToolOutcome:
         ctx = PostExecuteContext(self.host, call, outcome)
@@ -445,4 +524,13 @@ def _canonical_arguments(arguments: str) -> str:
         return arguments.strip()
 
 
-__all__ = ["CallResult", "ToolRunner", "bounded", "cap_output", "to_outcome", "to_text"]
+__all__ = [
+    "AWAITING_APPROVAL",
+    "CallResult",
+    "OnResult",
+    "ToolRunner",
+    "bounded",
+    "cap_output",
+    "to_outcome",
+    "to_text",
+]

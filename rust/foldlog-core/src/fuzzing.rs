@@ -6,13 +6,15 @@
 //! under test rightly refuses (an error, a planner validation failure) are not findings.
 use serde_json::Value;
 
+use crate::event::validate;
 use crate::event::Event;
-use crate::json_close::{close_json, is_valid};
 use crate::log::EventLog;
 use crate::plan::{self, KeepPolicy, PlanConfig, PlanMessage, Role};
 use crate::reader::{self, Loaded};
+use crate::repair::json_close::{close_json, is_valid};
+use crate::store::jsonl;
 use crate::tokens::chat;
-use crate::{repair, validate, wire, writer, Error};
+use crate::{repair, wire, Error};
 
 /// The derived messages as plain values (for comparing two logs).
 fn derived(log: &mut EventLog) -> Vec<Value> {
@@ -69,7 +71,7 @@ pub fn reader(data: &[u8]) {
         "the valid prefix loads to other events"
     );
     // serialising and reading back changes nothing
-    let bytes = writer::file_bytes(log.header(), log.events());
+    let bytes = jsonl::file_bytes(log.header(), log.events());
     let mut back = reader::read(&bytes)
         .expect("a serialised log reads back")
         .log;
@@ -138,7 +140,7 @@ pub fn load_normalizer(data: &[u8]) {
         "the send normalizer fills placeholders after repair: {:?}",
         derived(&mut log)
     );
-    let bytes = writer::file_bytes(log.header(), log.events());
+    let bytes = jsonl::file_bytes(log.header(), log.events());
     let mut back = reader::read(&bytes)
         .unwrap_or_else(|e| panic!("repaired log does not read back: {e}"))
         .log;
@@ -212,7 +214,7 @@ pub fn message(data: &[u8]) {
         chat::count_message_detail(chat::Family::Estimate, &estimate, m)
             .unwrap_or_else(|e| panic!("a derived message cannot be counted: {e}: {m}"));
     }
-    let bytes = writer::file_bytes(None, log.events());
+    let bytes = jsonl::file_bytes(None, log.events());
     let mut back = reader::read(&bytes).expect("a written log reads back").log;
     assert_eq!(
         derived(&mut back),

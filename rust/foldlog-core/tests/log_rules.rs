@@ -1,7 +1,8 @@
 mod common;
 use common::*;
 use foldlog_core::event::SurfaceOp;
-use foldlog_core::{reader, repair, wire, writer, Error};
+use foldlog_core::store::jsonl;
+use foldlog_core::{reader, repair, wire, Error};
 use serde_json::json;
 
 /// The error a log is refused with (a panic when it loads).
@@ -43,7 +44,7 @@ fn seed_example_derives_user_assistant_tool() {
 fn valid_log_round_trips_byte_for_byte() {
     let loaded = reader::read(SEED.as_bytes()).unwrap();
     assert_eq!(
-        writer::file_bytes(loaded.log.header(), loaded.log.events()),
+        jsonl::file_bytes(loaded.log.header(), loaded.log.events()),
         SEED.as_bytes()
     );
 }
@@ -102,7 +103,7 @@ fn header_is_read_and_kept() {
     let loaded = reader::read(text.as_bytes()).unwrap();
     assert_eq!(loaded.log.header().unwrap().id.as_deref(), Some("abc"));
     assert_eq!(
-        writer::file_bytes(loaded.log.header(), loaded.log.events()),
+        jsonl::file_bytes(loaded.log.header(), loaded.log.events()),
         text.as_bytes()
     );
 }

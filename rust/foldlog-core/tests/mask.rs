@@ -3,7 +3,7 @@
 mod common;
 
 use common::{load, SEED};
-use foldlog_core::mask;
+use foldlog_core::surface::mask;
 use foldlog_core::{reader, repair, SurfaceOp};
 use serde_json::{json, Value};
 

@@ -2,7 +2,8 @@
 //! round-trips byte for byte; repair is idempotent and leaves every call answered.
 mod common;
 use common::SEED;
-use foldlog_core::{reader, repair, wire, writer, EventLog};
+use foldlog_core::store::jsonl;
+use foldlog_core::{reader, repair, wire, EventLog};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -102,17 +103,17 @@ proptest! {
         for m in &msgs {
             common::record(&mut log, m, 5);
         }
-        let bytes = writer::file_bytes(None, log.events());
+        let bytes = jsonl::file_bytes(None, log.events());
         let mut loaded = reader::read(&bytes).unwrap();
-        prop_assert_eq!(writer::file_bytes(None, loaded.log.events()), bytes);
+        prop_assert_eq!(jsonl::file_bytes(None, loaded.log.events()), bytes);
         repair::normalize_on_load(&mut loaded.log, 6).unwrap();
         prop_assert!(repair::plan(&mut loaded.log).is_empty(), "second repair finds nothing");
         // whatever the log holds, what is sent pairs every call with exactly one result
         let sent = wire::normalize_for_send(&loaded.log.messages()[..]);
         prop_assert!(tool_calls_answered(&sent));
         // repaired logs still round-trip through the reader
-        let again = writer::file_bytes(None, loaded.log.events());
-        prop_assert_eq!(writer::file_bytes(None, reader::read(&again).unwrap().log.events()), again);
+        let again = jsonl::file_bytes(None, loaded.log.events());
+        prop_assert_eq!(jsonl::file_bytes(None, reader::read(&again).unwrap().log.events()), again);
     }
 }
 

@@ -72,6 +72,22 @@ fn wrong_content_is_refused_naming_the_place() {
             "content[0].source.media_type is missing",
         ),
         (
+            json!({"role": "user", "content": [{"type": "image_url", "image_url": {"url": ""}}]}),
+            "content[0].image_url.url must not be empty",
+        ),
+        (
+            json!({"role": "tool", "tool_call_id": "c", "content": [{"type": "input_audio", "input_audio": {"data": "AAA", "format": ""}}]}),
+            "content[0].input_audio.format must not be empty",
+        ),
+        (
+            json!({"role": "user", "content": [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": ""}}]}),
+            "content[0].source.data must not be empty",
+        ),
+        (
+            json!({"role": "user", "content": [{"type": "document", "source": {"type": "url", "url": ""}}]}),
+            "content[0].source.url must not be empty",
+        ),
+        (
             json!({"role": "user", "content": "x", "name": 5}),
             "name must be a string",
         ),
@@ -341,4 +357,46 @@ fn has_content_ignores_an_empty_assistant_message() {
     log.add_message(&json!({"role": "user", "content": "hi"}), 1)
         .unwrap();
     assert!(log.has_content());
+}
+
+/// A tool's returned blocks: the message rule for each block, plus at least one block, each of
+/// a type every provider family sends (`validate::tool_blocks`, behind `foldlog.tools.content`).
+#[test]
+fn a_tools_blocks_are_checked_by_the_message_rule_and_its_own_two() {
+    use foldlog_core::event::validate::tool_blocks;
+    let png = "data:image/png;base64,iVBORw0KGgo=";
+    tool_blocks(&json!([{"type": "text", "text": "the page"}, {"type": "image_url", "image_url": {"url": png}}]))
+        .expect("text and an image");
+    tool_blocks(&json!([{"type": "image", "source": {"type": "file", "file_id": "f"}}]))
+        .expect("a source type the rule does not know is kept, as in a message");
+    for (blocks, says) in [
+        (json!({"type": "text"}), "content must be a list of content blocks, got an object"),
+        (json!([]), "content must hold at least one content block"),
+        (json!([1]), "content[0] must be a content block"),
+        (
+            json!([{"type": "text", "text": "x"}, {"type": "image_url", "image_url": png}]),
+            "content[1].image_url must be an object, got a string",
+        ),
+        (
+            json!([{"type": "text", "text": "ok"}, {"type": "video", "video": {}}]),
+            "content[1].type must be one of text, image_url, input_audio, file, image, document (the blocks a tool may return), got \"video\"",
+        ),
+        (
+            json!([{"type": "thinking", "thinking": "hm"}]),
+            "content[0].type must be one of",
+        ),
+        (
+            json!([{"type": "file", "file": {"filename": "a.pdf"}}]),
+            "content[0].file needs a \"file_data\" or a \"file_id\"",
+        ),
+    ] {
+        let err = tool_blocks(&blocks).expect_err(&format!("{blocks} was accepted")).to_string();
+        assert!(err.contains(says), "{blocks}: {err}");
+    }
+    // the same blocks in a message: a type the providers may not send is kept as given there
+    let mut log = EventLog::new(None);
+    let video =
+        json!({"role": "tool", "tool_call_id": "c", "content": [{"type": "video", "video": {}}]});
+    log.add_message(&video, 1)
+        .expect("a message keeps unknown block types");
 }

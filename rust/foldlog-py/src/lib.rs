@@ -2,11 +2,14 @@
 use pyo3::prelude::*;
 
 mod body;
+mod content;
 mod convert;
 mod errors;
 mod log;
 mod messages;
 mod plan;
+mod repair;
+mod surface_counts;
 mod tokens;
 mod writer;
 
@@ -18,5 +21,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     body::register(m)?;
     tokens::register(m)?;
     plan::register(m)?;
+    content::register(m)?;
+    repair::register(m)?;
+    surface_counts::register(m)?;
     Ok(())
 }

@@ -1,25 +1,20 @@
 //! `foldlog._core.Log`: the event log.
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, RwLock, RwLockWriteGuard};
 
 use foldlog_core::body::WireStyle;
 use foldlog_core::event::{Event, Header, SurfaceOp};
 use foldlog_core::log::EventLog;
-use foldlog_core::tokens::TokenizerChoice;
-use foldlog_core::{plan_input, reader, repair, wire, writer};
+use foldlog_core::store::jsonl;
+use foldlog_core::{reader, wire};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use serde_json::Value;
 
 use crate::body::{style_of, WireSegments};
 use crate::convert::{new_event, to_py, to_py_frozen, value_of};
-use crate::errors::{
-    batch_to_py, detached, plan_error, poisoned, to_py as err_to_py, tokens_to_py, with_index,
-};
+use crate::errors::{batch_to_py, detached, poisoned, to_py as err_to_py, with_index};
 use crate::messages::{Entry, MessageItems, Objects};
-use crate::plan::PyPlanHistory;
-use crate::tokens::PyTokenCounter;
-use crate::writer::FileWriter;
 
 /// The session event log. Frozen with interior locking: one writer, many reader threads;
 /// a reader never sees a half-appended event.
@@ -68,6 +63,13 @@ impl Log {
     ) -> PyResult<R> {
         py.detach(|| self.inner.write().map(|mut g| f(&mut g)).map_err(|_| ()))
             .map_err(poisoned)
+    }
+    /// The write lock for a store's flush, already without the GIL (`FileWriter.append_from`):
+    /// a poisoned lock is the storage error the flush reports.
+    pub(crate) fn write_detached(&self) -> foldlog_core::Result<RwLockWriteGuard<'_, EventLog>> {
+        self.inner
+            .write()
+            .map_err(|_| foldlog_core::Error::storage("log lock poisoned"))
     }
 }
 
@@ -330,75 +332,6 @@ impl Log {
         Ok((messages, WireSegments { inner: segments }))
     }
 
-    /// Exact tokens of the surface's messages with `counter`, each event counted once and cached
-    /// (in memory, and in the line of events not yet flushed). `None` for an estimating counter.
-    fn surface_tokens(&self, py: Python<'_>, counter: &PyTokenCounter) -> PyResult<Option<u64>> {
-        let TokenizerChoice::Exact(tok) = counter.inner else {
-            return Ok(None);
-        };
-        self.with_write(py, |log| log.surface_tokens(tok))?
-            .map(Some)
-            .map_err(tokens_to_py)
-    }
-
-    /// `(tokens, estimated_messages)` of the surface's messages with `counter` (the same
-    /// per-event cache as `surface_tokens`): how many messages hold an estimated non-text part.
-    /// `None` for an estimating counter.
-    fn surface_token_total(
-        &self,
-        py: Python<'_>,
-        counter: &PyTokenCounter,
-    ) -> PyResult<Option<(u64, usize)>> {
-        let TokenizerChoice::Exact(tok) = counter.inner else {
-            return Ok(None);
-        };
-        self.with_write(py, |log| log.surface_token_total(tok))?
-            .map(|t| Some((t.tokens, t.estimated_messages)))
-            .map_err(tokens_to_py)
-    }
-
-    /// Events whose count for the current tokenizer is known (from the log or counted).
-    fn cached_token_events(&self, py: Python<'_>) -> PyResult<usize> {
-        self.with_read(py, |log| log.cached_token_events())
-    }
-
-    /// The count of each derived message with `counter` (parallel to `derived_since(0)`), from
-    /// the per-event cache; `None` for an estimating counter.
-    fn surface_token_counts(
-        &self,
-        py: Python<'_>,
-        counter: &PyTokenCounter,
-    ) -> PyResult<Option<Vec<u32>>> {
-        let TokenizerChoice::Exact(tok) = counter.inner else {
-            return Ok(None);
-        };
-        self.with_write(py, |log| log.surface_token_counts(tok))?
-            .map(Some)
-            .map_err(tokens_to_py)
-    }
-
-    /// The planner's view of the derived messages counted with `counter` (the only builder of
-    /// the planner's input): an exact counter reads the counts kept in the log (counting only
-    /// what is missing), the estimate counts every message; digests are read from the events'
-    /// fold ops. Built without Python messages, with the GIL released.
-    fn plan_history(&self, py: Python<'_>, counter: &PyTokenCounter) -> PyResult<PyPlanHistory> {
-        let tok = counter.inner;
-        let built = self.with_write(py, |log| plan_input::surface_plan(log, tok))?;
-        match built {
-            Ok(messages) => Ok(PyPlanHistory::from_messages(messages)),
-            Err(plan_input::PlanInputError::Tokens(e)) => Err(tokens_to_py(e)),
-            Err(plan_input::PlanInputError::Plan(e)) => Err(plan_error(e)),
-        }
-    }
-
-    /// The serialised messages of the next request in `style` ("keep", "strip" or
-    /// "with-calls"): only messages never serialised before are serialised (GIL released).
-    fn wire_segments(&self, py: Python<'_>, style: &str) -> PyResult<WireSegments> {
-        let style = style_of(style)?;
-        let inner = self.with_write(py, |log| log.wire_messages(style))?;
-        Ok(WireSegments { inner })
-    }
-
     /// The wire messages as JSON bytes (a JSON array, keys sorted), from the cached segments.
     fn wire_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let bytes = self.with_write(py, |log| {
@@ -472,62 +405,6 @@ impl Log {
         self.with_read(py, |log| log.open_compaction())
     }
 
-    /// How many repair events the load normalizer would add (0 for a well-formed log).
-    fn repair_needed(&self, py: Python<'_>) -> PyResult<usize> {
-        self.with_write(py, |log| repair::plan(log).len())
-    }
-
-    /// Apply the load normalizer: append its repair events. Returns a report dict.
-    fn repair<'py>(&self, py: Python<'py>, time: i64) -> PyResult<Bound<'py, PyDict>> {
-        let report = self
-            .with_write(py, |log| repair::normalize_on_load(log, time))?
-            .map_err(|e| err_to_py(py, e, None))?;
-        let d = PyDict::new(py);
-        d.set_item("names_filled", report.names_filled)?;
-        d.set_item("arguments_closed", report.arguments_closed)?;
-        d.set_item("results_added", report.results_added)?;
-        d.set_item("turn_closed", report.turn_closed)?;
-        d.set_item("events_added", report.events_added)?;
-        Ok(d)
-    }
-
-    /// The pending batch: `(bytes, first_seq, count)`.
-    fn pending<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyBytes>, usize, usize)> {
-        let (bytes, first, count) = self.with_read(py, |log| {
-            (log.pending_bytes(), log.flushed(), log.pending().len())
-        })?;
-        Ok((PyBytes::new(py, &bytes), first, count))
-    }
-
-    fn mark_flushed(&self, py: Python<'_>, upto: usize) -> PyResult<()> {
-        self.with_write(py, |log| log.mark_flushed(upto))
-    }
-
-    /// Flush the pending batch to a file writer (GIL released); on error nothing is marked.
-    fn flush_to(&self, py: Python<'_>, writer: &FileWriter) -> PyResult<usize> {
-        let result = py.detach(|| -> foldlog_core::Result<usize> {
-            let mut log = self
-                .inner
-                .write()
-                .map_err(|_| foldlog_core::Error::storage("log lock poisoned"))?;
-            let mut w = writer
-                .inner
-                .lock()
-                .map_err(|_| foldlog_core::Error::storage("writer lock poisoned"))?;
-            let w = w
-                .as_mut()
-                .ok_or_else(|| foldlog_core::Error::storage("the session file is closed"))?;
-            let count = log.pending().len();
-            if count > 0 {
-                w.append(&log.pending_bytes())?;
-                let upto = log.len();
-                log.mark_flushed(upto);
-            }
-            Ok(count)
-        });
-        result.map_err(|e| err_to_py(py, e, None))
-    }
-
     /// The lines of events `start..end` as stored (each ending in `\n`), without the header:
     /// what a fork reads of its parent's log up to the fork point.
     fn event_lines<'py>(
@@ -539,7 +416,7 @@ impl Log {
         let bytes = self.with_read(py, |log| {
             let end = end.min(log.len());
             let start = start.min(end);
-            writer::lines(&log.events()[start..end])
+            jsonl::lines(&log.events()[start..end])
         })?;
         Ok(PyBytes::new(py, &bytes))
     }

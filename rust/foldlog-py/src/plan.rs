@@ -352,19 +352,19 @@ fn message_text(message: &Bound<'_, PyAny>) -> PyResult<String> {
 /// (docs/log-format.md): the call's name and short arguments, its size, its seq in the log.
 #[pyfunction]
 fn mask_stub(name: &str, arguments: &str, tokens: u64, seq: u64) -> String {
-    foldlog_core::mask::stub(name, arguments, tokens, seq)
+    foldlog_core::surface::mask::stub(name, arguments, tokens, seq)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(message_text, m)?)?;
     m.add_function(wrap_pyfunction!(mask_stub, m)?)?;
-    m.add("MASKED_PREFIX", foldlog_core::mask::MASKED_PREFIX)?;
+    m.add("MASKED_PREFIX", foldlog_core::surface::mask::MASKED_PREFIX)?;
     m.add_class::<PyCompactionPlan>()?;
     m.add_class::<PyPlanHistory>()?;
     m.add("PLAN_DIGEST", DIGEST)?;
     m.add("PLAN_USER_MARKED", USER_MARKED)?;
     m.add("PLAN_ERROR_RESULT", ERROR_RESULT)?;
     m.add("PLAN_ELIDED", ELIDED)?;
-    m.add("ELIDED_PREFIX", foldlog_core::plan_input::ELIDED_PREFIX)?;
+    m.add("ELIDED_PREFIX", foldlog_core::plan::input::ELIDED_PREFIX)?;
     Ok(())
 }

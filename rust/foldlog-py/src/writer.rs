@@ -1,4 +1,5 @@
-//! `foldlog._core.FileWriter` and `write_file`: the JSONL file store's writer.
+//! `foldlog._core.FileWriter` and `write_file`: the JSONL file store's writer; and the writer
+//! side of a `Log` every store uses (its pending batch, the mark of what is stored).
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -6,7 +7,8 @@ use foldlog_core::store::{Durability, FileWriter as CoreWriter};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::errors::{detached, poisoned};
+use crate::errors::{detached, poisoned, to_py as err_to_py};
+use crate::log::Log;
 
 /// The JSONL file writer: holds the session's lock until closed.
 #[pyclass(frozen, module = "foldlog._core")]
@@ -73,6 +75,29 @@ impl FileWriter {
         self.with_open(py, |w| w.append(bytes))
     }
 
+    /// Write the log's pending batch as one durable batch and mark it stored (GIL released; on
+    /// error nothing is marked). Returns how many events were written.
+    fn append_from(&self, py: Python<'_>, log: &Log) -> PyResult<usize> {
+        let result = py.detach(|| -> foldlog_core::Result<usize> {
+            let mut log = log.write_detached()?;
+            let mut w = self
+                .inner
+                .lock()
+                .map_err(|_| foldlog_core::Error::storage("writer lock poisoned"))?;
+            let w = w
+                .as_mut()
+                .ok_or_else(|| foldlog_core::Error::storage("the session file is closed"))?;
+            let count = log.pending().len();
+            if count > 0 {
+                w.append(&log.pending_bytes())?;
+                let upto = log.len();
+                log.mark_flushed(upto);
+            }
+            Ok(count)
+        });
+        result.map_err(|e| err_to_py(py, e, None))
+    }
+
     /// Close the session file but keep the lock (an idle session); the next write reopens it.
     fn suspend(&self, py: Python<'_>) -> PyResult<()> {
         self.with_open(py, |w| {
@@ -109,8 +134,25 @@ pub fn write_file(py: Python<'_>, path: PathBuf, data: &Bound<'_, PyBytes>) -> P
     })
 }
 
+/// The log's batch not yet stored: `(bytes, first_seq, count)`.
+#[pyfunction]
+fn pending_batch<'py>(py: Python<'py>, log: &Log) -> PyResult<(Bound<'py, PyBytes>, usize, usize)> {
+    let (bytes, first, count) = log.with_read(py, |log| {
+        (log.pending_bytes(), log.flushed(), log.pending().len())
+    })?;
+    Ok((PyBytes::new(py, &bytes), first, count))
+}
+
+/// Mark the log's events before `upto` as stored (a store wrote them, or read them back).
+#[pyfunction]
+fn mark_flushed(py: Python<'_>, log: &Log, upto: usize) -> PyResult<()> {
+    log.with_write(py, |log| log.mark_flushed(upto))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<FileWriter>()?;
     m.add_function(wrap_pyfunction!(write_file, m)?)?;
+    m.add_function(wrap_pyfunction!(pending_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(mark_flushed, m)?)?;
     Ok(())
 }

@@ -4,18 +4,20 @@
 //! round-trips byte for byte. A log read from a file or from bytes is one shared buffer and each
 //! event is a span of it (no copy per line); an event made by this process has a buffer of its
 //! own. The envelope is parsed once, with the shape of a surface event's message
-//! ([`crate::shape`]); `data` itself is decoded only when something reads it.
+//! ([`crate::event::shape`]); `data` itself is decoded only when something reads it.
 use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::shape::{role_of_kind, DataSeen, Shape};
+use crate::event::shape::{role_of_kind, DataSeen, Shape};
 
 mod header;
 mod op;
 mod parse;
+pub mod shape;
+pub mod validate;
 
 pub use header::{Header, FORMAT_VERSION};
 pub use op::SurfaceOp;
@@ -42,6 +44,9 @@ pub const KNOWN_TYPES: &[&str] = &[
     "compaction/end",
     // the validated typed answer of a turn (`Agent.run(output_type=…)`, docs/output.md)
     "output/validated",
+    // a paused turn's calls waiting for a person, and a person's answer (docs/durable-runs.md)
+    "approval/request",
+    "approval/answer",
 ];
 
 /// Envelope key: the cached counts in `tokens` include an estimate for non-text content.
@@ -181,7 +186,7 @@ impl Event {
         };
     }
 
-    /// Read the shape of a surface event's message from its `data` (see [`crate::shape`]).
+    /// Read the shape of a surface event's message from its `data` (see [`crate::event::shape`]).
     fn reshape(&mut self) {
         let Some(role) = role_of_kind(self.kind()) else {
             return;

@@ -20,7 +20,7 @@ pub enum SurfaceOp {
     },
     /// The surface becomes exactly `keep` followed by this event.
     Reset { keep: Vec<u64> },
-    /// This `tool/result` event (the stub of [`crate::mask::stub`]) takes the place of the
+    /// This `tool/result` event (the stub of [`crate::surface::mask::stub`]) takes the place of the
     /// `tool/result` surface node `seq`, which stays in the log (observation masking).
     Mask { seq: u64 },
 }

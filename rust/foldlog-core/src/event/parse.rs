@@ -17,7 +17,7 @@ use serde_json::value::RawValue;
 use super::{kind_index, turn_step, Buffer, Event, Rare, SurfaceOp, HAS_TOKENS, IGNORABLE, OTHER};
 use crate::error::{Error, Result};
 use crate::event::is_known_type;
-use crate::shape::Text;
+use crate::event::shape::Text;
 
 /// The envelope as one struct: the reference reading of a line.
 #[derive(Deserialize)]

@@ -107,7 +107,7 @@ impl EventLog {
                 index,
                 error: Error::invalid(format!("replace(): message {index}: {error}")),
             };
-            crate::validate::message(m).map_err(fail)?;
+            crate::event::validate::message(m).map_err(fail)?;
             let (kind, data) = self.message_event(m).map_err(fail)?;
             let op = if index == 0 {
                 SurfaceOp::Reset { keep: Vec::new() }

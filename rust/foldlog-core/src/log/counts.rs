@@ -190,10 +190,10 @@ impl EventLog {
     /// for the bytes only; the events keep theirs.
     pub fn file_bytes(&self) -> Vec<u8> {
         let Some(cache) = self.token_cache.as_ref() else {
-            return crate::writer::file_bytes(self.header(), &self.events);
+            return crate::store::jsonl::file_bytes(self.header(), &self.events);
         };
         let id = cache.tokenizer;
-        let mut out = crate::writer::file_bytes(self.header(), &[]);
+        let mut out = crate::store::jsonl::file_bytes(self.header(), &[]);
         for (i, ev) in self.events.iter().enumerate() {
             match cache.per_seq.get(i).copied().flatten() {
                 Some(c) if ev.cached_count(id).is_none() => {

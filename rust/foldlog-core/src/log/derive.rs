@@ -7,9 +7,9 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::{EventLog, Message};
+use crate::event::shape::Shape;
 use crate::event::Event;
 use crate::project::project;
-use crate::shape::Shape;
 use crate::wire::History;
 
 /// The derived messages of the surface nodes `..nodes`, valid for generation `gen`.

@@ -253,7 +253,7 @@ impl EventLog {
     }
 
     /// Build and add a new event (the writer's path). `time` in epoch milliseconds. The data of
-    /// a surface event must be a well-formed message ([`crate::validate`]); nothing is recorded
+    /// a surface event must be a well-formed message ([`crate::event::validate`]); nothing is recorded
     /// when anything is refused.
     pub fn append(
         &mut self,
@@ -310,7 +310,7 @@ impl EventLog {
     }
     /// The pending events as JSONL bytes (each line ends in `\n`).
     pub fn pending_bytes(&self) -> Vec<u8> {
-        crate::writer::lines(self.pending())
+        crate::store::jsonl::lines(self.pending())
     }
     pub fn mark_flushed(&mut self, upto: usize) {
         self.flushed = upto.min(self.events.len()).max(self.flushed);
@@ -321,7 +321,7 @@ impl EventLog {
 fn check_new(kind: &str, data: &Value) -> Result<()> {
     check_kind(kind, data)?;
     if crate::event::is_surface_type(kind) {
-        crate::validate::event_data(kind, data)?;
+        crate::event::validate::event_data(kind, data)?;
     }
     Ok(())
 }

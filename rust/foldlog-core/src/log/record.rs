@@ -12,9 +12,9 @@ impl EventLog {
     }
 
     /// Record a message as its surface event with the given surface op. The message is checked
-    /// first ([`crate::validate::message`]: errors name the place inside it).
+    /// first ([`crate::event::validate::message`]: errors name the place inside it).
     pub fn add_message_with(&mut self, message: &Value, time: i64, op: SurfaceOp) -> Result<u64> {
-        crate::validate::message(message)?;
+        crate::event::validate::message(message)?;
         let (kind, data) = self.message_event(message)?;
         self.append_unchecked(kind, &data, time, Some(op), None)
     }

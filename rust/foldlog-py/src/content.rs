@@ -1,0 +1,25 @@
+//! The content-block rule of the log for what tools return (`foldlog.tools.content`): the
+//! core's `validate::tool_blocks`, so a tool's blocks and a message's blocks are checked by one
+//! rule.
+use foldlog_core::event::validate;
+use pyo3::prelude::*;
+
+use crate::convert::{to_py, value_of};
+use crate::errors::to_py as err_to_py;
+
+/// `blocks` checked by the log's block rule and returned as plain JSON data (a copy). A refusal
+/// raises `InvalidEventError` naming the place (`content[1].image_url.url must not be empty`).
+#[pyfunction]
+fn check_tool_blocks<'py>(
+    py: Python<'py>,
+    blocks: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let value = value_of(blocks, "content")?;
+    validate::tool_blocks(&value).map_err(|e| err_to_py(py, e, None))?;
+    to_py(py, &value)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(check_tool_blocks, m)?)?;
+    Ok(())
+}

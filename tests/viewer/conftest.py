@@ -1,0 +1,3 @@
+from tests.cli.cli_testlib import corpus
+
+__all__ = ["corpus"]
