@@ -10,7 +10,10 @@ Agents SDK, which does not). Both sides run in one process and one event loop, a
   the SDK's client allows by default). With the provider's earlier pool of 64 connections the
   other ~940 requests queued inside httpcore, whose queue scan is O(queued × connections) per
   request: 50 sessions took 11 s a round and 1,000 did not finish a round in 10 minutes
-  (py-spy: 62 % of the time in ``AsyncConnectionPool._assign_requests_to_connections``);
+  (py-spy: 62 % of the time in ``AsyncConnectionPool._assign_requests_to_connections``). The
+  provider's HTTP/1.1 requests now go through its own pool (``providers/http/pool.py``: O(1)
+  per request, connections kept alive past each stream's ``[DONE]``) on plain asyncio sockets
+  (``providers/http/network.py``), under httpx;
 - OpenAI Agents SDK: ``Runner.run`` with a ``SQLiteSession`` per session (one database file,
   the SDK's own defaults) and ``OpenAIChatCompletionsModel`` on one ``AsyncOpenAI`` client.
 

@@ -1,5 +1,6 @@
-"""B1: open a large log — parse, validate, repair, derive the surface — on two workloads: a
-~100 MB log of real (large) messages, and ≥ 400k small messages (~250 bytes).
+"""B1: open a large log — parse, validate, repair, derive the surface — on three workloads: a
+~100 MB log of real (large) messages, ≥ 400k small messages (~250 bytes), and ≥ 400k tiny
+messages (every text under 100 bytes: user text, tool call, tool result).
 
 foldlog, two ways:
 
@@ -9,9 +10,9 @@ foldlog, two ways:
 - every message materialised: the same, then ``list(derive_messages())`` (a read-only dict per
   message).
 
-Baselines: the same work in Python (`pyload.py`) with ``orjson`` (and ``json`` on the first
-workload), which parses every line into Python objects. Before timing, both sides are checked to
-derive the same messages from the same file.
+Baselines: the same work in Python (`pyload.py`) with ``orjson`` on every workload (and with
+``json`` on the first), which parses every line into Python objects. Before timing, both sides
+are checked to derive the same messages from the same file.
 
 pytest benches/bench_load.py --benchmark-json=b1.json
 """
@@ -27,11 +28,15 @@ import pytest
 
 from foldlog import Session
 from pyload import load as py_load
-from workloads import Workload, log_100mb, log_small_messages
+from workloads import Workload, log_100mb, log_small_messages, log_tiny_messages
 
 ROUNDS = 3
 GROUP = "B1 load"
-WORKLOADS: dict[str, Callable[[], Workload]] = {"large": log_100mb, "small": log_small_messages}
+WORKLOADS: dict[str, Callable[[], Workload]] = {
+    "large": log_100mb,
+    "small": log_small_messages,
+    "tiny": log_tiny_messages,
+}
 
 
 def _orjson_dumps(v: Any) -> str:
@@ -100,7 +105,9 @@ def test_b1_materialised(benchmark: Any, name: str) -> None:
     benchmark.pedantic(materialised, args=(str(w.path),), rounds=ROUNDS, warmup_rounds=1)
 
 
-@pytest.mark.parametrize(("name", "parser"), [("large", "orjson"), ("large", "json"), ("small", "orjson")])
+@pytest.mark.parametrize(
+    ("name", "parser"), [("large", "orjson"), ("large", "json"), ("small", "orjson"), ("tiny", "orjson")]
+)
 def test_b1_python(benchmark: Any, name: str, parser: str) -> None:
     w = checked(name)
     _info(benchmark, w, name, f"baseline-{parser}")

@@ -51,3 +51,5 @@ def mock_server(request: pytest.FixtureRequest) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+        if proc.stdout is not None:
+            proc.stdout.close()  # the pipe the port came through (strict pytest fails on a leak)

@@ -313,52 +313,80 @@ def log_100mb() -> Workload:
 SMALL_SOURCE = "τ-bench + Claude Code messages cut to ~250 bytes, repeated"
 
 
-def _short(text: str, limit: int) -> str:
-    """The first ``limit`` characters of ``text``, cut at a space when there is one."""
-    if len(text) <= limit:
-        return text
-    cut = text.rfind(" ", 0, limit)
-    return text[: cut if cut > limit // 2 else limit]
+TINY_SOURCE = "τ-bench + Claude Code messages with texts cut under 100 bytes, repeated"
 
 
-def small_conversations() -> list[list[Message]]:
-    """The corpus conversations with every message cut short (~250 bytes an event line): user
-    texts and tool results to their first words, tool calls kept when their arguments are short."""
+@dataclass(frozen=True)
+class Cut:
+    """How short `small_conversations` cuts each message (characters; ``max_bytes``: also under
+    that many UTF-8 bytes, for texts that must stay under a size whatever their script)."""
+
+    text: int
+    args: int
+    result: int
+    max_bytes: int | None = None
+
+
+#: B1's small workload: ~250 bytes an event line
+SMALL_CUT = Cut(text=110, args=90, result=100)
+#: B1's tiny workload: every text (user text, tool call arguments, tool result) under 100 bytes
+TINY_CUT = Cut(text=90, args=90, result=90, max_bytes=99)
+
+
+def _short(text: str, limit: int, max_bytes: int | None = None) -> str:
+    """The first ``limit`` characters of ``text``, cut at a space when there is one (and, with
+    ``max_bytes``, shortened further until its UTF-8 fits)."""
+    if len(text) > limit:
+        cut = text.rfind(" ", 0, limit)
+        text = text[: cut if cut > limit // 2 else limit]
+    while max_bytes is not None and len(text.encode()) > max_bytes:
+        text = text[:-1]
+    return text
+
+
+def small_conversations(cut: Cut = SMALL_CUT) -> list[list[Message]]:
+    """The corpus conversations with every message cut short: user texts and tool results to
+    their first words, tool calls kept when their arguments are short."""
     out = []
     for conv in corpus_conversations():
         small: list[Message] = []
         for m in conv:
             role = m["role"]
-            content = m.get("content") if isinstance(m.get("content"), str) else ""
+            raw = m.get("content")
+            content = raw if isinstance(raw, str) else ""
             if role in ("user", "system"):
-                small.append({"role": role, "content": _short(content, 110)})
+                small.append({"role": role, "content": _short(content, cut.text, cut.max_bytes)})
             elif role == "assistant":
                 calls = [
-                    c for c in m.get("tool_calls") or [] if len(c["function"].get("arguments") or "") <= 90
+                    c
+                    for c in m.get("tool_calls") or []
+                    if _short(args := c["function"].get("arguments") or "", cut.args, cut.max_bytes) == args
                 ]
-                msg: Message = {"role": "assistant", "content": "" if calls else _short(content, 110)}
+                text = "" if calls else _short(content, cut.text, cut.max_bytes)
+                msg: Message = {"role": "assistant", "content": text}
                 if calls:
                     msg["tool_calls"] = calls[:1]
                 small.append(msg)
             elif role == "tool":
-                small.append({**m, "content": _short(content, 100)})
+                small.append({**m, "content": _short(content, cut.result, cut.max_bytes)})
         out.append(well_paired(small))
     return [c for c in out if c]
 
 
-def build_small_log(min_messages: int) -> Workload:
-    """B1's second workload: ≥ ``min_messages`` small messages (user text, assistant tool call,
-    tool result), recorded with the agent loop's lifecycle events like `build_log`; cached."""
-    name = "small"
+def build_small_log(min_messages: int, name: str = "small", cut: Cut = SMALL_CUT) -> Workload:
+    """B1's second and third workloads: ≥ ``min_messages`` messages cut short by ``cut`` (user
+    text, assistant tool call, tool result), recorded with the agent loop's lifecycle events like
+    `build_log`; cached."""
+    source = SMALL_SOURCE if cut == SMALL_CUT else TINY_SOURCE
     path = cache_dir() / f"{name}-v{WORKLOAD_VERSION}-{min_messages}.jsonl"
     meta = path.with_suffix(".json")
     if path.exists() and meta.exists():
         info = json.loads(meta.read_text())
         if info.get("bytes") == path.stat().st_size:
-            return Workload(name, path, info["events"], info["bytes"], SMALL_SOURCE, info["messages"])
+            return Workload(name, path, info["events"], info["bytes"], source, info["messages"])
     from foldlog import Session
 
-    convs = small_conversations()
+    convs = small_conversations(cut)
     s = Session(id=f"bench-{name}")
     rec = Recorder(s)
     rec.record({"role": "system", "content": "You are a careful agent. Use the tools."}, "")
@@ -378,12 +406,18 @@ def build_small_log(min_messages: int) -> Workload:
     n = len(s)
     size = path.stat().st_size
     meta.write_text(json.dumps({"events": n, "bytes": size, "messages": messages, "repeats": rep}))
-    return Workload(name, path, n, size, SMALL_SOURCE, messages)
+    return Workload(name, path, n, size, source, messages)
 
 
 def log_small_messages() -> Workload:
     """B1, second workload: ≥ 400k small messages of ~250 bytes."""
     return build_small_log(400_000)
+
+
+def log_tiny_messages() -> Workload:
+    """B1, third workload: ≥ 400k tiny messages, every text under 100 bytes (the shape of chat and
+    tool-heavy agents: user text, tool call, tool result)."""
+    return build_small_log(400_000, "tiny", TINY_CUT)
 
 
 def log_100k() -> Workload:

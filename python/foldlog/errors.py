@@ -57,6 +57,17 @@ class SessionLockedError(StorageError):
         self.holder = holder
 
 
+class MissingMediaError(StorageError, FileNotFoundError):
+    """A media reference whose bytes are not in the session store's media store (removed by hand,
+    or the log moved without its ``media`` folder). ``sha256`` names the bytes, ``session`` the
+    session whose log references them (docs/retention.md, "Media stored once")."""
+
+    def __init__(self, message: str, *, sha256: str, session: str | None = None) -> None:
+        super().__init__(message)
+        self.sha256 = sha256
+        self.session = session
+
+
 class ImmutableHistoryError(FoldlogError, TypeError):
     """A recorded message (a frozen dict or list the session handed out) was changed in place:
     copy it (``dict(m)``, ``foldlog.thaw(m)``) to change it."""
@@ -154,6 +165,12 @@ class NoUnfinishedTurnError(FoldlogError, ValueError):
 class ApprovalStateError(FoldlogError, ValueError):
     """``Session.approve`` / ``Session.deny``: the call is not waiting for an answer (unknown,
     already answered, or the session is not paused for approval)."""
+
+
+class ErasureError(FoldlogError, ValueError):
+    """``Session.erase`` / ``foldlog log erase``: the events cannot be erased as asked (an unknown
+    seq, the header, an erasure record, an event already erased, an event a fork reads from its
+    parent's log, an empty reason); the message names the event and the problem. Nothing changed."""
 
 
 class AgentBusyError(FoldlogError, RuntimeError):
@@ -296,6 +313,19 @@ class ConfigTypeError(ConfigError, TypeError):
     that is neither a string nor a message."""
 
 
+# --- warnings ------------------------------------------------------------------------------
+
+
+class FoldlogWarning(FoldlogError, UserWarning):
+    """Root of every warning foldlog gives (something worked, less well than it could); a
+    `FoldlogError` too, so that ``-W error`` turns it into one."""
+
+
+class CheckpointIgnoredWarning(FoldlogWarning):
+    """A session's checkpoint does not match its log (edited, truncated, rewritten, from another
+    version, corrupt): it was ignored and the whole log loaded (docs/retention.md, "Checkpoints")."""
+
+
 __all__ = [
     "APIError",
     "AgentBusyError",
@@ -303,12 +333,15 @@ __all__ = [
     "ApprovalStateError",
     "AuthError",
     "BudgetExceeded",
+    "CheckpointIgnoredWarning",
     "CompactionError",
     "ConfigError",
     "ConfigTypeError",
     "CorruptLogError",
+    "ErasureError",
     "ExportError",
     "FoldlogError",
+    "FoldlogWarning",
     "ForkError",
     "HookError",
     "HookRefused",
@@ -320,6 +353,7 @@ __all__ = [
     "MCPError",
     "MaxStepsExceeded",
     "MessageIndexError",
+    "MissingMediaError",
     "NoUnfinishedTurnError",
     "NotALogError",
     "NothingToRunError",

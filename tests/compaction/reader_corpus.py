@@ -1,33 +1,42 @@
-"""Tier 1 over a few corpus sessions with the packaged local model as the reader: each session
-folded mechanically at the largest window that saves 50% (as `probe_corpus`) when that window
-fits the reader's (`MAX_WINDOW`), a few probes per category, read on the folded surface and on
-the unfolded baseline, ``R`` replicates.
+"""Tier 1 over a few corpus sessions: each session folded mechanically at the largest window
+that saves 50% (as `probe_corpus`), a few probes per category, read on the folded surface and on
+the unfolded baseline, ``R`` replicates. Only sessions whose *unfolded* surface fits the
+reader's window whole are read (else both surfaces would be cut to the same tail).
 
-The tier 1 figures of docs/compaction-benchmark.md come from here (slow: minutes per session)::
+The reader is the packaged Gemma 3 270M (in process, its 8,192-token window), or with
+``--gguf PATH`` any GGUF served by llama.cpp's OpenAI-compatible server with the chat template of
+its metadata — the optional Qwen2.5-Coder 0.5B Instruct of ``scripts/fetch-reader-model.sh``
+(``--n-ctx``: its window, default 32,768). The tier 1 figures of docs/compaction-benchmark.md
+come from here (slow: minutes per session)::
 
     FOLDLOG_SHARED=../shared .venv/bin/python -m tests.compaction.reader_corpus [SESSIONS] [CAP] [R]
+    FOLDLOG_SHARED=../shared .venv/bin/python -m tests.compaction.reader_corpus 3 8 3 \\
+        --gguf "$(scripts/fetch-reader-model.sh)" --n-ctx 32768
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
-import sys
 import time
 from collections import Counter
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from foldlog import Session
 from foldlog.compaction import Compactor
 from foldlog.compaction.model_cache import ModelCache
 from foldlog.compaction.probes import SCORED, probes_for_plan
-from foldlog.compaction.reader import Recall, read
+from foldlog.compaction.reader import Recall, read, surface_for_reader, transcript_budget
 from foldlog.compaction.settings import CompactionSettings
 from foldlog.compaction.summary import NoSummary
 from tests.compaction.probe_corpus import corpus_reports
 
-#: folds at windows up to this fit the packaged model's 8,192-token window whole (both surfaces
-#: of a larger one would be cut to the same tail, and read the same)
-MAX_WINDOW = 6_000
+PER_PROMPT = 8
+#: the name the served GGUF is asked by (and cached under)
+GGUF_ALIAS = "gguf-reader"
 
 
 async def fold_and_read(
@@ -43,46 +52,122 @@ async def fold_and_read(
     await compactor.compact("manual", force=True)
     await summariser.aclose()
     folded = await read(
-        reader, probes, copy.derive_messages(), cache=cache, per_prompt=8, replicates=replicates
+        reader, probes, copy.derive_messages(), cache=cache, per_prompt=PER_PROMPT, replicates=replicates
     )
-    base = await read(reader, probes, unfolded, cache=cache, per_prompt=8, replicates=replicates)
+    base = await read(reader, probes, unfolded, cache=cache, per_prompt=PER_PROMPT, replicates=replicates)
     return folded, base
 
 
-def main(sessions: int = 2, cap: int = 2, replicates: int = 3) -> None:
+@asynccontextmanager
+async def served_reader(gguf: Path, n_ctx: int) -> AsyncIterator[Any]:
+    """The GGUF behind llama.cpp's server (its own chat template), read through the
+    OpenAI-compatible provider with the server's window."""
+    from foldlog.providers.http.openai_compat import OpenAICompatible
+    from foldlog.providers.local.server import LlamaServer
+
+    server = LlamaServer(gguf, n_ctx=n_ctx, chat_format=None, model_alias=GGUF_ALIAS, startup_timeout=300)
+    await server.start()
+    # a 15k-token prompt on two loaded cores takes over 15 minutes before its first byte (about
+    # 8 tokens a second measured): no stall or idle watchdog short of that, no retry of a slow prompt
+    reader = OpenAICompatible(
+        server.base_url,
+        None,
+        GGUF_ALIAS,
+        context_window=n_ctx,
+        stall_timeout=3_600,
+        idle_timeout=None,
+        max_retries=0,
+    )
+    try:
+        yield reader
+    finally:
+        await reader.aclose()
+        server.stop()
+
+
+@asynccontextmanager
+async def packaged_reader() -> AsyncIterator[Any]:
     from foldlog.providers.local.provider import LocalLlama
 
     reader = LocalLlama()
+    try:
+        yield reader
+    finally:
+        await reader.aclose()
+
+
+def chosen_sessions(sessions: int, window: int) -> list[tuple[str, Session, CompactionSettings]]:
+    """The first ``sessions`` corpus sessions folding by 50% with a scored probe whose unfolded
+    surface fits ``window`` whole (each once: the corpus holds one sub-agent file twice)."""
+    out: list[tuple[str, Session, CompactionSettings]] = []
+    seen: set[str] = set()
+    budget = transcript_budget(window, PER_PROMPT)
+    for name, s, settings, report in corpus_reports(0.5):
+        if len(out) == sessions:
+            break
+        if name in seen or not any(p.category in SCORED for p in report.probes):
+            continue
+        if surface_for_reader(s.derive_messages(), budget)[1]:  # the baseline would be cut
+            continue
+        seen.add(name)
+        out.append((name, s, settings))
+    return out
+
+
+async def read_all(
+    chosen: Sequence[tuple[str, Session, CompactionSettings]], reader: Any, cap: int, replicates: int
+) -> None:
     cache = ModelCache(None)
     asked: Counter[str] = Counter()
     right: Counter[str] = Counter()
     base_right: Counter[str] = Counter()
+    spreads: dict[str, list[float]] = {}
     started = time.monotonic()
-    done = 0
-    for name, s, settings, report in corpus_reports(0.5):
-        if done == sessions:
-            break
-        if settings.window > MAX_WINDOW:  # the folded surface would not fit the reader's window
-            continue
-        if not any(p.category in SCORED for p in report.probes):  # nothing for a reader to answer
-            continue
-        folded, base = asyncio.run(fold_and_read(s, settings, reader, cap, replicates, cache))
-        done += 1
-        cut = " (baseline cut to the window)" if base.cut else ""
-        print(f"{name}: window {settings.window:,}, saved {report.saved:.0%}{cut}")
+    for name, s, settings in chosen:
+        t0 = time.monotonic()
+        folded, base = await fold_and_read(s, settings, reader, cap, replicates, cache)
+        cut = " (folded surface cut to the window)" if folded.cut else ""
+        print(f"{name}: window {settings.window:,}{cut}, {time.monotonic() - t0:.0f} s", flush=True)
         for c in SCORED:
             n = folded.asked.get(c, 0)
             if n:
                 asked[c] += n * replicates
                 right[c] += sum(r.get(c, 0) for r in folded.right)
                 base_right[c] += sum(r.get(c, 0) for r in base.right)
-                print(f"  {c}: recall {folded.shares(c)} baseline {base.shares(c)}")
-    print(f"{done} sessions, {cache.misses} calls, {time.monotonic() - started:.0f} s")
+                diffs = [a - b for a, b in zip(folded.shares(c), base.shares(c), strict=True)]
+                spreads.setdefault(c, []).append(max(diffs) - min(diffs))
+                print(f"  {c} ({n} probes): recall {folded.shares(c)} baseline {base.shares(c)}", flush=True)
+    print(f"{len(chosen)} sessions, {cache.misses} calls, {time.monotonic() - started:.0f} s")
     for c in SCORED:
         if asked[c]:
-            print(f"{c}: recall {right[c] / asked[c]:.0%}, baseline {base_right[c] / asked[c]:.0%}")
-    asyncio.run(reader.aclose())
+            rec, bas = right[c] / asked[c], base_right[c] / asked[c]
+            spread = max(spreads[c])
+            print(
+                f"{c}: {asked[c] // replicates} probes, recall {rec:.0%}, baseline {bas:.0%}, "
+                f"loss {100 * (bas - rec):+.0f} points (spread over replicates up to {100 * spread:.0f})"
+            )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m tests.compaction.reader_corpus")
+    parser.add_argument("sessions", nargs="?", type=int, default=2)
+    parser.add_argument("cap", nargs="?", type=int, default=2, help="probes per category and session")
+    parser.add_argument("replicates", nargs="?", type=int, default=3)
+    parser.add_argument("--gguf", type=Path, help="a GGUF to serve as the reader (its own chat template)")
+    parser.add_argument("--n-ctx", type=int, default=32_768, help="the served reader's window")
+    args = parser.parse_args(argv)
+    window = args.n_ctx if args.gguf else 8_192
+    started = time.monotonic()
+    chosen = chosen_sessions(args.sessions, window)  # folds (asyncio.run) before the reader's loop
+    print(f"chose {len(chosen)} sessions in {time.monotonic() - started:.0f} s", flush=True)
+
+    async def run() -> None:
+        context = served_reader(args.gguf, args.n_ctx) if args.gguf else packaged_reader()
+        async with context as reader:
+            await read_all(chosen, reader, args.cap, args.replicates)
+
+    asyncio.run(run())
 
 
 if __name__ == "__main__":
-    main(*(int(a) for a in sys.argv[1:4]))
+    main()

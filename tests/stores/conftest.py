@@ -108,6 +108,16 @@ def _truncate(dsn: str) -> None:
         conn.execute("TRUNCATE foldlog.events, foldlog.sessions")
 
 
+@pytest.fixture
+def pstore(pg_dsn: str) -> Any:
+    """A PostgreSQL store on the shared test database, emptied first."""
+    from foldlog.stores.postgres import PostgresStore
+
+    _truncate(pg_dsn)
+    with PostgresStore(pg_dsn) as store:
+        yield store
+
+
 @pytest.fixture(params=STORE_KINDS)
 def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
     """How to build the store under test, as JSON (child processes build their own from it)."""

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
@@ -22,15 +21,6 @@ from foldlog.stores.postgres import SCHEMA_VERSION, PostgresStore, init_db, migr
 from tests.stores.store_helpers import REPO, read_message, start_worker
 from tests.stores.store_logdata import header, header_line, line, load_with_reader, parse_log, step_batch
 from tests.support.history import three_ls_calls
-
-
-@pytest.fixture
-def pstore(pg_dsn: str) -> Any:
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute("TRUNCATE foldlog.events, foldlog.sessions")
-    with PostgresStore(pg_dsn) as store:
-        yield store
-
 
 # --- schema and migrations -------------------------------------------------------------------
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections import deque
 from typing import Any, Literal
 
 from foldlog.hooks import as_user_message
@@ -20,7 +19,8 @@ Kind = Literal["followup", "steer", "inject"]
 class Inbox:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._followups: deque[dict[str, Any]] = deque()
+        # a list, not a deque: it holds a message or two, and an empty deque costs 760 bytes
+        self._followups: list[dict[str, Any]] = []
         self._joining: list[dict[str, Any]] = []
         self._steering = 0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -34,6 +34,12 @@ class Inbox:
                 if self._followups or self._steering:
                     self._wake.set()
             return self._wake
+
+    def unbind(self) -> None:
+        """The agent went idle: nothing waits to be woken until the next `bind` (an idle agent
+        holds little; an ``asyncio.Event`` costs about 1 KiB)."""
+        with self._lock:
+            self._loop, self._wake = None, None
 
     def put(self, kind: Kind, message: Any) -> None:
         msg = as_user_message(message, None if kind == "followup" else kind)
@@ -58,7 +64,7 @@ class Inbox:
 
     def next_followup(self) -> dict[str, Any] | None:
         with self._lock:
-            return self._followups.popleft() if self._followups else None
+            return self._followups.pop(0) if self._followups else None
 
     def claim(self) -> list[dict[str, Any]]:
         """Everything that joins the next step (steering and injected context), in arrival order."""

@@ -290,6 +290,7 @@ class Agent(HookPoints, Resuming):
                 self._output = None
             self._task = None
             self._cancel_requested = False
+            self.inbox.unbind()
             if self.options.release_when_idle and not self.inbox.has_work():
                 self._release_session()
             self.hooks.notify_status("idle")
@@ -420,6 +421,7 @@ class Agent(HookPoints, Resuming):
         self._rec.end_turn(t.turn, end.kind, end.detail, end.error)
         if isinstance(end, _Paused):
             raise approval_required(t.turn, end.calls) from None
+        self._runner.end_turn()  # an idle agent keeps nothing of the turn's tool results
         if end.kind == "budget":
             d = end.detail
             raise BudgetExceeded(

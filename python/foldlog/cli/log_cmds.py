@@ -23,7 +23,7 @@ def add_parser(verbs: Any) -> None:
     from foldlog.interchange import BRANCHES, FORMATS
 
     log = verbs.add_parser(
-        "log", help="show, inspect, repair, import, export, fork, tail and trace session logs"
+        "log", help="show, inspect, repair, import, export, fork, erase, tail and trace session logs"
     )
     log_verbs = log.add_subparsers(dest="log_verb", metavar="ACTION")
     log_verbs.required = True
@@ -64,9 +64,10 @@ def add_parser(verbs: Any) -> None:
     imp.add_argument("--force", action="store_true", help="overwrite existing output files")
     imp.add_argument("--json", action="store_true", help="print what was written as JSON")
     imp.set_defaults(func=cmd_import)
-    from foldlog.cli import log_export, log_fork, log_tail, log_view
+    from foldlog.cli import log_erase, log_export, log_fork, log_tail, log_view
     from foldlog.cli.trace_cmd import add_trace_parser
 
+    log_erase.add_parser(log_verbs)
     log_export.add_parser(log_verbs)
     log_fork.add_parser(log_verbs)
     log_tail.add_parser(log_verbs)

@@ -8,17 +8,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from foldlog.cli.common import config_from_args, console, human_size, int_arg
 from foldlog.cli.cost_view import spend_text
-from foldlog.cli.exits import EXIT_OK
+from foldlog.cli.exits import EXIT_ERROR, EXIT_OK
 from foldlog.cli.store import list_sessions
 from foldlog.stores.base import SessionInfo
 
 if TYPE_CHECKING:
     from foldlog.cost.ledger import Spend
+    from foldlog.stores.base import SessionStore
+    from foldlog.stores.retention import PruneReport
 
 
 def add_parser(verbs: Any) -> None:
@@ -26,6 +30,36 @@ def add_parser(verbs: Any) -> None:
     sessions.add_argument("--json", action="store_true", help="print JSON")
     sessions.add_argument("-n", "--limit", type=int_arg(0), default=20, help="how many to list (0 = all)")
     sessions.set_defaults(func=cmd_sessions)
+    actions = sessions.add_subparsers(dest="sessions_action", metavar="{prune}")
+    prune = actions.add_parser(
+        "prune",
+        help="remove sessions unused for a while, with their forks, sub-agents and media",
+        description="Remove the sessions not used (appended to) for DURATION, each with its forks and "
+        "sub-agent sessions. An old session that a recent fork or sub-agent session needs is kept; a "
+        "session being written is never removed. See docs/retention.md.",
+    )
+    prune.add_argument(
+        "--older-than", required=True, metavar="DURATION", type=_duration_arg, help="30d, 12h, 90m, 2w …"
+    )
+    prune.add_argument(
+        "--keep-last", type=int_arg(0), default=0, metavar="N", help="keep the N most recent sessions anyway"
+    )
+    prune.add_argument("--dry-run", action="store_true", help="list what would go; change nothing")
+    prune.add_argument("--json", action="store_true", help="print the report as JSON")
+    prune.add_argument(
+        "--dsn", default=None, help="prune this PostgreSQL store instead of the sessions folder"
+    )
+    prune.set_defaults(func=cmd_prune)
+
+
+def _duration_arg(text: str) -> timedelta:
+    """An argparse ``type``: a retention duration; a bad one is a usage error naming the option."""
+    from foldlog.stores.retention import InvalidDurationError, parse_duration
+
+    try:
+        return parse_duration(text)
+    except InvalidDurationError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def tree(infos: list[SessionInfo]) -> list[tuple[SessionInfo, int]]:
@@ -142,3 +176,68 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         table.add_row(label, _ago(info.updated, now), str(info.turns), human_size(info.size), cost, preview)
     out.print(table)
     return EXIT_OK
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    """``foldlog sessions prune``: 0 done (or nothing to do), 1 the store failed."""
+    from foldlog.errors import StorageError
+    from foldlog.stores.retention import prune
+
+    store: SessionStore | None = None
+    where = "the PostgreSQL store" if args.dsn else str(config_from_args(args).sessions_dir)
+    try:
+        if args.dsn:
+            from foldlog.stores.postgres import PostgresStore
+
+            store = PostgresStore(args.dsn, max_readers=1)
+        else:
+            from foldlog.stores.file import FileStore
+
+            store = FileStore(where)
+        report = prune(
+            store, args.older_than, args.keep_last, dry_run=args.dry_run, progress=_progress_printer()
+        )
+    except StorageError as exc:
+        print(f"foldlog sessions prune: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    finally:
+        close = getattr(store, "close", None)
+        if callable(close):
+            close()
+    if args.json:
+        print(json.dumps({"store": where, **report.to_dict()}, indent=2))
+    else:
+        _print_report(report, where)
+    return EXIT_OK
+
+
+def _progress_printer() -> Any:
+    """Progress on stderr for long prunes: a line about once a second after the first second."""
+    started = time.monotonic()
+    shown = [started]
+
+    def show(done: int, total: int, session_id: str) -> None:
+        now = time.monotonic()
+        if (now - shown[0] >= 1.0 and now - started >= 1.0) or (done == total and now - started >= 1.0):
+            shown[0] = now
+            print(f"pruning: {done}/{total} sessions handled (last: {session_id})", file=sys.stderr)
+
+    return show
+
+
+def _print_report(report: PruneReport, where: str) -> None:
+    verb = "would remove" if report.dry_run else "removed"
+    cutoff = time.strftime("%Y-%m-%d %H:%M", time.localtime(report.cutoff / 1000))
+    print(
+        f"{where}: {verb} {len(report.removed)} session(s) unused since {cutoff} "
+        f"({human_size(report.freed_bytes)})"
+    )
+    for info in report.removed:
+        kind = f" ({info.parent_kind} of {info.parent})" if info.parent else ""
+        print(f"  - {info.id}{kind}")
+    if report.kept:
+        print(f"kept {len(report.kept)} old session(s):")
+        for kept in report.kept:
+            print(f"  = {kept.id}: {kept.reason}")
+    if report.media_removed:
+        print(f"removed {report.media_removed} media blob(s) no session references any more")

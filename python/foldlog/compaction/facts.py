@@ -148,19 +148,30 @@ def call_key(name: str, args: Any) -> tuple[str, str]:
     return name, call_subject(args).lower()
 
 
-def _first_line(message: Mapping[str, Any]) -> str:
-    """A result's first line, ``<tool_use_error>`` tags removed, at most 120 characters."""
+def error_line(message: Mapping[str, Any]) -> str:
+    """A result's first line, ``<tool_use_error>`` tags removed, at most 120 characters (also
+    what a masked failed result's stub keeps: `masking`)."""
     text = re.sub(r"</?tool_use_error>", "", message_text(message).strip()).strip()
     return text.splitlines()[0][:120] if text else ""
 
 
+def _word_prefix(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a space, so the cut ends on a whole word
+    and is found in the full text by the survival rule's whole-token match; a text with no space
+    there is cut at ``limit``."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit + 1].rsplit(" ", 1)[0].rstrip()
+    return cut if cut and len(cut) <= limit else text[:limit]
+
+
 def error_answer(name: str, args: Any, message: Mapping[str, Any]) -> str:
-    """The failing command (longer than 200 characters: its first 120), the file, or else the
-    error's first line (at most 120 characters)."""
+    """The failing command (longer than 200 characters: its first 120 at most, cut at a space),
+    the file, or else the error's first line (at most 120 characters)."""
     what = call_subject(args)
     if what:
-        return what if len(what) <= 200 else what[:120]
-    return _first_line(message) or name[:120]
+        return what if len(what) <= 200 else _word_prefix(what, 120)
+    return error_line(message) or name[:120]
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,7 +213,7 @@ def unresolved_errors(surface: Sequence[Folded]) -> list[ErrorFact]:
         key = keys[k]
         if any(keys[j] == key and not results[j][2] for j in range(k + 1, len(results))):
             continue  # fixed later
-        found[key] = ErrorFact(m.seq, name, error_answer(name, args, m.message), _first_line(m.message))
+        found[key] = ErrorFact(m.seq, name, error_answer(name, args, m.message), error_line(m.message))
     return sorted(found.values(), key=lambda f: f.seq)
 
 
@@ -417,6 +428,7 @@ __all__ = [
     "commands_run",
     "constraints",
     "error_answer",
+    "error_line",
     "files_touched",
     "identifiers",
     "identifiers_found",

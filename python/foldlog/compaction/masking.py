@@ -1,8 +1,9 @@
 """Observation masking (the ``mask`` and ``hybrid`` strategies, docs/compaction.md): every tool
 result before the planner's tail is replaced on the surface by a stub naming the call, its size
-and its seq in the log; the calls stay. Each stub is a ``tool/result`` event with the surface op
-``{"op": "mask", "seq": S}`` (docs/log-format.md, "mask"): the core checks and replays it, and
-writes the stub's text (`foldlog._core.mask_stub`), so no rule is repeated here.
+and its seq in the log (and, for a failed result, its first line); the calls stay. Each stub is a
+``tool/result`` event with the surface op ``{"op": "mask", "seq": S}`` (docs/log-format.md,
+"mask"): the core checks and replays it, and writes the stub's text (`foldlog._core.mask_stub`);
+what counts as failed is the error probes' rule (`facts.is_error_result`), not a second one.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from foldlog import _core
-from foldlog.compaction import planning
+from foldlog.compaction import facts, planning
 from foldlog.log.grammar.writer import masked_result
 from foldlog.log.text import message_text
 
@@ -50,7 +51,8 @@ def _calls(messages: Sequence[Mapping[str, Any]], end: int) -> dict[str, tuple[s
 def plan_masks(session: Session, planned: CompactionPreview, model: str | None, keep_errors: bool) -> Masks:
     """The mask events for every tool result before the tail of ``planned`` that is not masked
     or elided yet, whose stub is smaller than it, and (``keep_errors``: the ``errors`` keep
-    policy) that is not a failed call's result."""
+    policy) that is not a failed call's result. The stub of a result that failed by the error
+    probes' rule (`facts.is_error_result`) keeps its first line (`facts.error_line`)."""
     messages = session.derive_messages()
     tokens = planned.history.tokens()
     _roles, _tokens, flags, _callers, _bytes = planned.history.columns()
@@ -71,7 +73,10 @@ def plan_masks(session: Session, planned: CompactionPreview, model: str | None, 
         seq = planned.seqs[i]
         call_id = str(m.get("tool_call_id") or "")
         name, args = calls.get(call_id, (str(m.get("name") or ""), ""))
-        stub = _core.mask_stub(name, args, int(tokens[i]), seq)
+        # a failed result's stub keeps what failed (the error probes' rule, `facts`): masking
+        # hides a result's bulk, never that the call failed or how
+        failure = facts.error_line(m) if facts.is_error_result(m) else None
+        stub = _core.mask_stub(name, args, int(tokens[i]), seq, failure)
         message: dict[str, Any] = {"role": "tool", "content": stub}
         if call_id:
             message["toolCallId"] = call_id

@@ -148,9 +148,7 @@ async def read(
     """Ask ``provider`` the scored probes about ``messages``, ``per_prompt`` per call, each
     prompt ``replicates`` times."""
     check_counts(per_prompt, replicates)
-    window = provider.context_window or DEFAULT_READER_WINDOW
-    budget = max(window - ANSWER_RESERVE - 64 * per_prompt, 256) * CHARS_PER_TOKEN
-    transcript, cut = surface_for_reader(messages, budget)
+    transcript, cut = surface_for_reader(messages, transcript_budget(provider.context_window, per_prompt))
     scored = [p for p in probes if p.category in SCORED]
     asked: dict[Category, int] = {}
     for p in scored:
@@ -167,6 +165,13 @@ async def read(
                     counts[p.category] = counts.get(p.category, 0) + 1
         right.append(counts)
     return Recall(asked, tuple(right), cut)
+
+
+def transcript_budget(window: int | None, per_prompt: int = DEFAULT_PER_PROMPT) -> int:
+    """The characters of transcript a reader with context ``window`` (tokens; ``None``:
+    `DEFAULT_READER_WINDOW`) is given: the window less `ANSWER_RESERVE` and 64 tokens a question,
+    at `CHARS_PER_TOKEN`."""
+    return max((window or DEFAULT_READER_WINDOW) - ANSWER_RESERVE - 64 * per_prompt, 256) * CHARS_PER_TOKEN
 
 
 def check_counts(per_prompt: int, replicates: int) -> None:
@@ -208,4 +213,5 @@ __all__ = [
     "reader_request",
     "recall_columns",
     "surface_for_reader",
+    "transcript_budget",
 ]

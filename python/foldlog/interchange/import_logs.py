@@ -73,8 +73,10 @@ def write_logs(plan: Iterable[PlannedLog], *, imported_at: int | None = None) ->
     warnings and what was left out."""
     from foldlog import _core
     from foldlog.interchange.writer import write_conversation
+    from foldlog.log.media import extract_log
     from foldlog.log.session import Session, now_ms
     from foldlog.stores.file import private_folder
+    from foldlog.stores.media import FileMediaStore
 
     at = imported_at if imported_at is not None else now_ms()
     written: list[dict[str, Any]] = []
@@ -85,7 +87,8 @@ def write_logs(plan: Iterable[PlannedLog], *, imported_at: int | None = None) ->
             id=item.session_id, meta={"imported": conv.meta, "importedAt": at}, parent=item.parent
         )
         write_conversation(conv, session)
-        data = session.to_bytes()
+        # the media of the transcript stored once, beside the logs (foldlog.log.media)
+        data = extract_log(session.to_bytes(), FileMediaStore.beside(item.path))
         # the load normalizer on the bytes about to be written (an imported log is never a fork
         # that reads its parent's file, so these bytes are the whole log `Session.load` would read)
         check = Session.from_bytes(data, source=str(item.path))

@@ -21,13 +21,17 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from foldlog import _core as _native
 from foldlog.errors import ConfigError, InvalidEventError, StorageError
+from foldlog.log import checkpoint
 from foldlog.log.counting import TokenCounts
 from foldlog.log.frozen import EventsView, MessageSequence, freeze, thaw
 from foldlog.log.grammar import kinds
+from foldlog.log.media import extract, resolve_wire, resolving
 from foldlog.log.stream import EventStream
 from foldlog.stores.base import StoreWriterBase, WriterSource, declared_writer
+from foldlog.stores.media import MediaStore, media_store_for
 
 if TYPE_CHECKING:
+    from foldlog.log.erasure import Erased
     from foldlog.log.wire import WireMessages
 
 log = logging.getLogger("foldlog.session")
@@ -85,7 +89,10 @@ class Session(TokenCounts):
         self.stream = EventStream(self._lock, lambda: len(self._core), self._read_events)
         #: the store of a session opened on a store object (a fork into it copies)
         self._store: WriterSource | None = None
+        #: where a stored session's media live (`foldlog.log.media`); None: kept inline
+        self.media: MediaStore | None = None
         self.normalized_dirty = False
+        self._checkpoint_due = False
         self.repair_report: dict[str, Any] = {}
         self.torn_tail: dict[str, int] | None = None
         self.unfinished_compaction: int | None = None
@@ -141,8 +148,9 @@ class Session(TokenCounts):
         """
         from foldlog.log.forks import read_file
 
-        core, info = read_file(Path(path))
+        core, info = checkpoint.restore(Path(path)) or read_file(Path(path))
         self = cls._from_core(core, info, str(path))
+        self.media = media_store_for(None, Path(path))  # to read its references (appends stay inline)
         self._normalize()
         return self
 
@@ -207,7 +215,8 @@ class Session(TokenCounts):
                 from foldlog.log.forks import resolve_bytes
 
                 data, shift = resolve_bytes(path, data)  # a fork reads its parent's log too
-            core, info = _native.Log.parse(data, str(path or sid))
+            restored = checkpoint.restore(path) if path else None
+            core, info = restored or _native.Log.parse(data, str(path or sid))
             if info["torn"] is not None or info["missing_newline"]:
                 writer.cut_tail(info["valid_len"] - shift, info["missing_newline"])
             self = cls._from_core(core, info, str(path or sid))
@@ -216,6 +225,7 @@ class Session(TokenCounts):
             self.path = path
             self._store = None if isinstance(store, FileStore) else store
             self._writer = writer
+            self.media = media_store_for(store, path)
             self._durability = durability
             self._normalize()
             if system is not None and len(core) == 0:
@@ -227,6 +237,10 @@ class Session(TokenCounts):
         return self
 
     # --- writing ---------------------------------------------------------------------------
+
+    def _stored(self, value: Any) -> Any:
+        """``value`` with its base64 media moved to the media store (a session with a store)."""
+        return extract(value, self.media) if self.media is not None and self._writer is not None else value
 
     def _committed(self, seq: int) -> int:
         if self._durability == "event" and self._writer is not None:
@@ -249,6 +263,7 @@ class Session(TokenCounts):
             raise InvalidEventError(
                 f"a message must be a mapping with a 'role', not {type(message).__name__}"
             )
+        message = self._stored(message)
         with self._lock:
             seq = self._core.add_message(message, now_ms())
         return self._committed(seq)
@@ -271,6 +286,7 @@ class Session(TokenCounts):
     ) -> int:
         """Append any event (see docs/log-format.md). Returns its seq; nothing is written or
         changed on error (a message event's data is checked like `add`'s message)."""
+        data = self._stored(data)
         with self._lock:
             usage = type == kinds.ASSISTANT_MESSAGE and isinstance(data, Mapping) and "usage" in data
             before = self._core.derived_len() if usage else 0
@@ -283,6 +299,7 @@ class Session(TokenCounts):
             )
             if usage:
                 self._note_usage(data, before)
+            self._checkpoint_due |= type == kinds.COMPACTION_END
         return self._committed(seq)
 
     def append_events(self, events: Iterable[Mapping[str, Any]]) -> list[int]:
@@ -292,8 +309,9 @@ class Session(TokenCounts):
         before it in the batch leave it — before the log changes; the first refused event raises
         `InvalidEventError` (its ``index`` attribute says which) and nothing is recorded.
         Subscribers see the events once all are recorded. Returns their seqs."""
+        events = [self._stored(e) for e in events]
         with self._lock:
-            seqs = self._core.append_batch(list(events), now_ms())
+            seqs = self._core.append_batch(events, now_ms())
         for s in seqs:
             self._committed(s)
         return seqs
@@ -306,8 +324,9 @@ class Session(TokenCounts):
         (`InvalidEventError` names the message: its ``index`` attribute). Readers holding a
         snapshot keep it; `rewrite_version` moves.
         """
+        messages = [self._stored(m) for m in messages]
         with self._lock:
-            seqs = self._core.replace_messages(list(messages), now_ms())
+            seqs = self._core.replace_messages(messages, now_ms())
         for s in seqs:
             self._committed(s)
 
@@ -319,6 +338,8 @@ class Session(TokenCounts):
         with self._lock:
             self._count_batch()
             writer.append_from(self._core)
+            if self._checkpoint_due and writer.path is not None:  # a compaction ended: a small surface
+                self._checkpoint_due = not checkpoint.write(self._core, writer.path)
 
     def approve(self, call_id: str) -> int:
         """Approve a call the paused turn waits for (docs/durable-runs.md): the answer is appended
@@ -335,6 +356,19 @@ class Session(TokenCounts):
         from foldlog.log.unfinished import answer_approval
 
         return answer_approval(self, call_id, False, reason)
+
+    def erase(self, seqs: Iterable[int], reason: str) -> Erased:
+        """Erase the content of events ``seqs`` (tombstones in their place, a ``log/erasure`` event
+        saying which, why and when; the store rewritten in one step: `foldlog.log.erasure`). The
+        session goes on with the new log. `ErasureError` names what cannot be erased."""
+        from foldlog.log.erasure import erase
+
+        return erase(self, seqs, reason)
+
+    def _adopt(self, core: _native.Log) -> None:
+        """Go on with ``core`` (an erasure's new log, stored): the caches of the old one go."""
+        self._log, self._released = core, None
+        self._reported, self._calibration, self._calibrated_for = None, [], None
 
     def _count_batch(self) -> None:
         """Count the batch's messages before they are written, so the counts travel with the
@@ -392,6 +426,8 @@ class Session(TokenCounts):
                 return
             if self._writer is not None:
                 self.flush()
+                if self._writer.path is not None:
+                    checkpoint.write(core, self._writer.path)
                 self._writer.suspend()
             else:
                 self._released = zlib.compress(core.to_bytes(), 1)
@@ -407,7 +443,7 @@ class Session(TokenCounts):
                 if path is not None:
                     from foldlog.log.forks import read_file
 
-                    core, info = read_file(path)
+                    core, info = checkpoint.restore(path) or read_file(path)
                 else:
                     core, info = _native.Log.parse(self._writer.read_log(), source, allow_empty=False)
                 if info["torn"] is not None:
@@ -447,7 +483,7 @@ class Session(TokenCounts):
         costs no conversion of the history; incremental in the core (after appends only new
         surface nodes are derived; after a fold/replace the derivation is redone)."""
         with self._lock:
-            return MessageSequence(self._core.derived())
+            return resolving(MessageSequence(self._core.derived()), self.media, self.id)
 
     def snapshot(self) -> list[dict[str, Any]]:
         """The derived history as plain, mutable deep copies (dicts and lists), safe to keep and
@@ -480,7 +516,7 @@ class Session(TokenCounts):
 
         with self._lock:
             items, segments = self._core.wire_view(style)
-        return WireMessages(MessageSequence(items), segments)
+        return resolve_wire(WireMessages(MessageSequence(items), segments), self.media, self.id)
 
     def surface_seqs(self) -> list[int]:
         """The seq of the event behind each derived message."""

@@ -8,12 +8,30 @@ and every body, whichever way it is built, is written by the core (keys sorted, 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from foldlog import _core
+
+
+class Body(Protocol):
+    """A request body: the core's `_core.WireBody`, or one of resolved media references."""
+
+    def __len__(self) -> int: ...
+    def to_bytes(self) -> bytes: ...
+    def chunks(self, size: int = ...) -> Iterable[bytes]: ...
+
+
+class Segments(Protocol):
+    """Messages serialised in one wire style: the core's cached `_core.WireSegments`, or the
+    messages with their media references resolved (`foldlog.log.media.ResolvedSegments`)."""
+
+    @property
+    def style(self) -> str: ...
+    def body(self, head: bytes, tail: bytes) -> Body: ...
+
 
 #: bytes per piece handed to the HTTP client
 CHUNK_SIZE = 65_536
@@ -27,7 +45,7 @@ class WireMessages:
     """
 
     messages: Sequence[Mapping[str, Any]]
-    segments: _core.WireSegments
+    segments: _core.WireSegments | Segments
 
     @property
     def style(self) -> str:
@@ -43,7 +61,7 @@ class ChunkedBody:
 
     __slots__ = ("_body",)
 
-    def __init__(self, body: _core.WireBody) -> None:
+    def __init__(self, body: Body) -> None:
         self._body = body
 
     def __len__(self) -> int:

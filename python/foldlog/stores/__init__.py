@@ -14,15 +14,26 @@ _LAZY = by_module(
     {
         "foldlog.stores.file": ("FileStore",),
         "foldlog.stores.postgres": ("PostgresStore",),
+        "foldlog.stores.retention": ("PruneReport", "parse_duration", "prune"),
     }
 )
 
 if TYPE_CHECKING:
     from foldlog.stores.file import FileStore
     from foldlog.stores.postgres import PostgresStore
+    from foldlog.stores.retention import PruneReport, parse_duration, prune
 
 
 __getattr__, __dir__ = lazy_attributes(globals(), _LAZY)
 
 
-__all__ = ["FileStore", "PostgresStore", "SessionInfo", "SessionStore", "StoreWriter"]
+__all__ = [
+    "FileStore",
+    "PostgresStore",
+    "PruneReport",
+    "SessionInfo",
+    "SessionStore",
+    "StoreWriter",
+    "parse_duration",
+    "prune",
+]

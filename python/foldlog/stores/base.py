@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -113,6 +114,13 @@ class StoreWriterBase(ABC):
         end the last good line with a newline). The default cannot: `StorageError` (a store that
         writes whole lines in one transaction never leaves a torn one)."""
         raise StorageError("the stored log has a torn tail the store cannot cut")
+
+    def erase(self, tombstones: Mapping[int, bytes], erasure: bytes, erasure_seq: int) -> None:
+        """Store an erasure in one step (docs/log-format.md, "Erasure"): the stored lines of the
+        seqs in ``tombstones`` replaced by theirs (each without its newline), and ``erasure``, the
+        erasure event's line (with its newline, seq ``erasure_seq``), appended: all or nothing,
+        and the erased bytes gone from the store. The default cannot: `StorageError`."""
+        raise StorageError(f"{type(self).__name__} cannot erase events: it only appends")
 
     def suspend(self) -> None:
         """Let go of what an idle (released) session need not hold, keeping the lock; the next

@@ -10,12 +10,14 @@ import fcntl
 import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 from foldlog import _core
 from foldlog.errors import StorageError
 from foldlog.log.grammar.kinds import TURN_START, USER_MESSAGE
 from foldlog.stores.base import SessionInfo, StoreWriterBase, check_batch, check_header, check_session_id
+from foldlog.stores.file_rewrite import erased_file_bytes
 
 
 def _type_is(kind: str) -> re.Pattern[bytes]:
@@ -122,6 +124,14 @@ class FileStoreWriter(StoreWriterBase):
         n = self._core.append_from(log)
         self._next_seq = None
         return n
+
+    def erase(self, tombstones: Mapping[int, bytes], erasure: bytes, erasure_seq: int) -> None:
+        """Rewrite the file with the erased events' tombstones and the erasure event, atomically
+        and under the lock (`foldlog.stores.file_rewrite`: the only rewrite the log allows)."""
+        data = self.read_log()
+        base = _fork_base(json.loads(data.split(b"\n", 1)[0] or b"null") or {})
+        self._core.rewrite(erased_file_bytes(data, base, tombstones, erasure, erasure_seq, str(self.path)))
+        self._next_seq = None
 
     def suspend(self) -> None:
         """Close the session file but keep the lock (an idle, released session); the next write

@@ -7,12 +7,13 @@ SQL files in ``foldlog/stores/migrations/``):
 - ``events`` — one row per event, primary key ``(session_id, seq)``, holding the JSONL line
   verbatim (so a load returns the exact bytes written) plus ``type``, ``time`` and usage tokens.
 
-One writer per session: the writer's own connection holds a session-level advisory lock on a
-hash of the id (``pg_try_advisory_lock``), so the lock dies with that connection when the host
-or process dies. Every batch goes through ``foldlog.append()`` on the server: one statement,
-one transaction, one round trip, and the optimistic check that the batch continues the stored
-log. Readers share a small connection pool; a log is read as a few large chunks aggregated on
-the server (no Python object per event).
+One writer per session: the writer's connection (reused between writers of a process, `pg_pool`)
+holds a session-level advisory lock on a hash of the id (``pg_try_advisory_lock``) until the
+writer closes, so the lock dies with that connection when the host or process dies. Every batch
+goes through ``foldlog.append()`` on the server: one statement, one transaction, one round trip,
+and the optimistic check that the batch continues the stored log. Readers share the process's
+reader pool; a log is read as a few large chunks aggregated on the server (no Python object per
+event).
 """
 
 from __future__ import annotations
@@ -21,16 +22,19 @@ import json
 import os
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from foldlog.errors import InvalidEventError, SessionLockedError, StorageError
+from foldlog.stores import pg_pool
 from foldlog.stores.base import SessionInfo, StoreWriterBase, check_batch, check_header, check_session_id
 
 if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
+
+    from foldlog.stores.media import PostgresMediaStore
 
 __all__ = ["SCHEMA_VERSION", "PostgresStore", "PostgresWriter", "init_db", "migrations", "schema_version"]
 
@@ -171,8 +175,9 @@ def _now_ms() -> int:
 class PostgresStore:
     """Session logs in PostgreSQL. ``PostgresStore(dsn)``; ``init=True`` runs :func:`init_db` first.
 
-    Thread-safe: readers borrow pooled connections; each writer owns a connection of its own.
-    Close it (or use it as a context manager) to close the pool.
+    Thread-safe: readers borrow pooled connections; each writer holds one of its own while open.
+    The pools are the process's, shared by its stores on this DSN (`foldlog.stores.pg_pool`);
+    close the store (or use it as a context manager) to let go of them.
     """
 
     def __init__(self, dsn: str, *, init: bool = False, max_readers: int = 4) -> None:
@@ -195,26 +200,20 @@ class PostgresStore:
                 f"the database has foldlog schema version {found}, newer than this foldlog "
                 f"({SCHEMA_VERSION}): upgrade foldlog"
             )
-        try:
-            from psycopg_pool import ConnectionPool
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise StorageError(
-                "the PostgreSQL store needs psycopg_pool: pip install 'foldlog[postgres]'"
-            ) from exc
-        self._pool: ConnectionPool[Any] = ConnectionPool(
-            dsn,
-            min_size=1,
-            max_size=max(1, max_readers),
-            kwargs={"autocommit": True},
-            configure=_configure_reader,
-            open=True,
-            name="foldlog-readers",
+        # the process's pools on this database, shared with its other stores (`pg_pool`)
+        self._pool: ConnectionPool[Any] = pg_pool.acquire(
+            dsn, "readers", max_size=max_readers, configure=_configure_reader
         )
+        self._writers = pg_pool.WriterConnections(dsn, lambda: _writer_connection(dsn))
+        self._closed = False
 
     # --- lifecycle -------------------------------------------------------------------------
 
     def close(self) -> None:
-        self._pool.close()
+        if not self._closed:
+            self._closed = True
+            pg_pool.release(self._pool)
+            self._writers.close()
 
     def __enter__(self) -> PostgresStore:
         return self
@@ -246,13 +245,11 @@ class PostgresStore:
             header_text = header.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InvalidEventError(f"session {session_id!r}: the header line is not UTF-8: {exc}") from exc
-        holder = _holder_here()
-        conn = _connect(self.dsn, application_name=f"foldlog writer {holder}"[:63])
+        conn = self._writers.get()  # held, with the session's lock, until the writer closes
         try:
-            _watch_client(conn)
-            return PostgresWriter._open(conn, session_id, header_text, holder)
+            return PostgresWriter._open(conn, session_id, header_text, _holder_here())
         except BaseException:
-            conn.close()
+            self._writers.give_back(conn)
             raise
 
     def list_sessions(self) -> list[SessionInfo]:
@@ -273,6 +270,12 @@ class PostgresStore:
             )
             for r in rows
         ]
+
+    def media(self) -> PostgresMediaStore:
+        """The media its sessions' messages carry, stored once (``foldlog.media``; `foldlog.stores.media`)."""
+        from foldlog.stores.media import PostgresMediaStore
+
+        return PostgresMediaStore(self._pool.connection, _redact(self.dsn))
 
     def delete_session(self, session_id: str) -> None:
         """Remove a session and its events (refused while a writer holds it)."""
@@ -299,6 +302,17 @@ def _configure_reader(conn: psycopg.Connection[Any]) -> None:
         "SELECT set_config('work_mem', '64MB', false),"
         " set_config('max_parallel_workers_per_gather', '0', false)"
     )
+
+
+def _writer_connection(dsn: str) -> psycopg.Connection[Any]:
+    """A new connection for writers: named after this process, watched by the server."""
+    conn = _connect(dsn, application_name=f"foldlog writer {_holder_here()}"[:63])
+    try:
+        _watch_client(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def _watch_client(conn: psycopg.Connection[Any]) -> None:
@@ -403,7 +417,8 @@ def _read_chunks(conn: psycopg.Connection[Any], session_id: str) -> Iterator[byt
 
 
 class PostgresWriter(StoreWriterBase):
-    """The single writer of one session: owns a connection that holds the session's advisory lock."""
+    """The single writer of one session: holds a connection, and on it the session's advisory
+    lock, until it closes (then the connection, unlocked, waits for the process's next writer)."""
 
     def __init__(self, conn: psycopg.Connection[Any], session_id: str, holder: str) -> None:
         self._conn: psycopg.Connection[Any] | None = conn
@@ -469,6 +484,16 @@ class PostgresWriter(StoreWriterBase):
         except driver.Error as exc:
             raise self._append_error(exc, first_seq) from exc
 
+    def erase(self, tombstones: Mapping[int, bytes], erasure: bytes, erasure_seq: int) -> None:
+        """The erased rows' tombstones and the erasure event in one transaction, under this
+        writer's lock, then the old row versions vacuumed (`foldlog.stores.postgres_erase`)."""
+        from foldlog.stores.postgres_erase import erase_rows
+
+        try:
+            erase_rows(self._live(), self.session_id, tombstones, erasure, erasure_seq)
+        except _psycopg().Error as exc:
+            raise self._append_error(exc, erasure_seq) from exc
+
     def _append_error(self, exc: Exception, first_seq: int) -> Exception:
         """Map a failed append to the foldlog error that says what happened."""
         state = getattr(exc, "sqlstate", None) or ""
@@ -499,15 +524,8 @@ class PostgresWriter(StoreWriterBase):
 
     def close(self) -> None:
         conn, self._conn = self._conn, None
-        if conn is None:
-            return
-        try:
-            if not conn.closed:
-                conn.execute("SELECT pg_advisory_unlock(foldlog.lock_key(%s))", (self.session_id,))
-        except Exception:
-            pass
-        finally:
-            conn.close()
+        if conn is not None:  # unlocked, then kept for the next writer of this process, or closed
+            pg_pool.WriterConnections.give_back(conn)
 
     def __enter__(self) -> PostgresWriter:
         return self

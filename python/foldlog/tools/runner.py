@@ -305,6 +305,12 @@ class ToolRunner:
             if add_line:
                 _prefix(r, NO_PROGRESS.format(name=r.call.name, n=runs))
 
+    def end_turn(self) -> None:
+        """The turn ended: its no-progress memory and its last batch are never read again (the
+        next turn starts its own), so an idle agent does not keep its results."""
+        self._seen_turn, self._seen = 0, {}
+        self.started, self.done, self._keys = set(), {}, {}
+
     def read_only(self, name: str) -> bool:
         """Whether a call of ``name`` cannot change anything (runs concurrently; needs no write-ahead)."""
         t = self.registry.get(name)

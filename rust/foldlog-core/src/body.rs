@@ -254,8 +254,7 @@ pub fn write_str(s: &str, out: &mut Vec<u8>) {
     out.push(b'"');
 }
 
-/// One serialised message, shared by every body that sends it.
-pub type Segment = Arc<[u8]>;
+pub use crate::wire::segment::Segment;
 
 /// The serialised messages of one generation of the surface, in order: append-only, so a body
 /// that holds the first `count` of them stays valid while later messages are added.
@@ -376,7 +375,9 @@ impl WireBody {
                         Some(seg) => seg,
                         None => &tail[cursor.seg - shared.len()],
                     };
-                    let n = take(seg, cursor.off - comma, &mut room, out);
+                    let n = (seg.len() - (cursor.off - comma)).min(room);
+                    seg.copy_range(cursor.off - comma, n, out);
+                    room -= n;
                     cursor.off += n;
                     cursor.pos += n;
                     if cursor.off - comma == seg.len() {

@@ -36,6 +36,8 @@ pub mod body;
 pub mod plan;
 pub mod repair;
 pub mod tokens;
+// a provider's reply stream: server-sent events from bytes in arbitrary pieces
+pub mod sse;
 
 // The log that ties the rooms together, its file store (and the JSONL encoding), the errors.
 pub mod error;

@@ -9,7 +9,13 @@ use serde_json::{json, Value};
 
 /// The SEED with its tool result (seq 7) masked by event 10.
 fn masked_log_text() -> String {
-    let stub = mask::stub("bash", "{\"command\":\"grep example README.md\"}", 3, 7);
+    let stub = mask::stub(
+        "bash",
+        "{\"command\":\"grep example README.md\"}",
+        3,
+        7,
+        None,
+    );
     let line = json!({
         "type": "tool/result", "seq": 10, "time": 1755000000100_i64,
         "data": {"turn": 1, "step": 1, "masked": {"seq": 7, "tokens": 3},
@@ -33,7 +39,7 @@ fn mask_takes_the_place_of_the_result_and_keeps_the_call() {
     let mut log = load(SEED);
     let before = log.messages();
     let data = json!({"message": {"role": "tool", "toolCallId": "call_1", "toolName": "bash",
-                                  "content": mask::stub("bash", "{}", 3, 7)}});
+                                  "content": mask::stub("bash", "{}", 3, 7, None)}});
     let seq = log
         .append(
             "tool/result",

@@ -19,7 +19,16 @@ fn check_tool_blocks<'py>(
     to_py(py, &value)
 }
 
+/// `(width, height)` of an image from its bytes (PNG, JPEG, GIF, WebP header), as the token
+/// counter reads it from a block's base64 data; `None` when the header cannot be read. What a
+/// media reference records for an image (`foldlog.log.media`), so its count stays the image's.
+#[pyfunction]
+fn media_image_size(py: Python<'_>, data: &[u8]) -> Option<(u32, u32)> {
+    py.detach(|| foldlog_core::tokens::media::bytes_image_size(data))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_tool_blocks, m)?)?;
+    m.add_function(wrap_pyfunction!(media_image_size, m)?)?;
     Ok(())
 }

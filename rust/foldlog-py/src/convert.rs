@@ -3,8 +3,7 @@
 use foldlog_core::event::SurfaceOp;
 use foldlog_core::log::NewEvent;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Number, Value};
 
 use crate::errors::invalid;
@@ -111,7 +110,9 @@ pub fn value_of(obj: &Bound<'_, PyAny>, root: &str) -> PyResult<Value> {
     to_value(obj, &mut path)
 }
 
-pub fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+/// A JSON scalar as a Python object (`None`, `bool`, `int`, `float`, `str`); the one conversion
+/// of scalars, shared by `to_py` and the frozen message builder (`frozen.rs`).
+pub fn scalar_to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
     Ok(match v {
         Value::Null => py.None().into_bound(py),
         Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
@@ -125,6 +126,15 @@ pub fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
             }
         }
         Value::String(s) => PyString::new(py, s).into_any(),
+        Value::Array(_) | Value::Object(_) => {
+            unreachable!("containers are converted by the callers")
+        }
+    })
+}
+
+pub fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => scalar_to_py(py, v)?,
         Value::Array(items) => {
             let l = PyList::empty(py);
             for x in items {
@@ -176,44 +186,5 @@ pub fn new_event(py: Python<'_>, ev: &Bound<'_, PyAny>, time: i64) -> PyResult<N
     })
 }
 
-/// The read-only types recorded history is handed out as (`foldlog.log.frozen`).
-static FROZEN: PyOnceLock<(Py<PyType>, Py<PyType>)> = PyOnceLock::new();
-
-fn frozen_types(py: Python<'_>) -> PyResult<&(Py<PyType>, Py<PyType>)> {
-    FROZEN.get_or_try_init(py, || {
-        let m = py.import("foldlog.log.frozen")?;
-        let dict = m.getattr("FrozenDict")?.cast_into::<PyType>()?.unbind();
-        let list = m.getattr("FrozenList")?.cast_into::<PyType>()?.unbind();
-        Ok((dict, list))
-    })
-}
-
-/// A JSON value as read-only Python objects (`FrozenDict`, `FrozenList`), built directly: the
-/// items are set through the C API of `dict` and `list`, below the classes' refusals.
-pub fn to_py_frozen<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
-    let (dict_type, list_type) = frozen_types(py)?;
-    fn build<'py>(
-        py: Python<'py>,
-        v: &Value,
-        types: (&Bound<'py, PyType>, &Bound<'py, PyType>),
-    ) -> PyResult<Bound<'py, PyAny>> {
-        match v {
-            Value::Array(items) => {
-                let l = types.1.call0()?.cast_into::<PyList>()?;
-                for x in items {
-                    l.append(build(py, x, types)?)?;
-                }
-                Ok(l.into_any())
-            }
-            Value::Object(m) => {
-                let d = types.0.call0()?.cast_into::<PyDict>()?;
-                for (k, x) in m {
-                    d.set_item(k, build(py, x, types)?)?;
-                }
-                Ok(d.into_any())
-            }
-            other => to_py(py, other),
-        }
-    }
-    build(py, v, (dict_type.bind(py), list_type.bind(py)))
-}
+/// A JSON value as read-only Python objects (`FrozenDict`, `FrozenList`): see `frozen`.
+pub use crate::frozen::to_py_frozen;

@@ -13,6 +13,7 @@ pyo3::import_exception!(foldlog.errors, StorageError);
 pyo3::import_exception!(foldlog.errors, SessionLockedError);
 pyo3::import_exception!(foldlog.errors, TokenizerError);
 pyo3::import_exception!(foldlog.errors, CompactionError);
+pyo3::import_exception!(foldlog.errors, StreamProtocolError);
 
 /// Sets attributes on an exception (a failure to set one leaves the exception as it is).
 fn with_attrs(py: Python<'_>, err: PyErr, attrs: &[(&str, Py<PyAny>)]) -> PyErr {
@@ -95,6 +96,11 @@ pub fn detached<T: Send>(
     f: impl Send + FnOnce() -> foldlog_core::Result<T>,
 ) -> PyResult<T> {
     py.detach(f).map_err(|e| to_py(py, e, path))
+}
+
+/// A provider's stream broke one of its bounds.
+pub fn stream_protocol(message: String) -> PyErr {
+    StreamProtocolError::new_err(message)
 }
 
 pub fn invalid(message: String) -> PyErr {

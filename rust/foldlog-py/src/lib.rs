@@ -2,13 +2,16 @@
 use pyo3::prelude::*;
 
 mod body;
+mod checkpoint;
 mod content;
 mod convert;
 mod errors;
+mod frozen;
 mod log;
 mod messages;
 mod plan;
 mod repair;
+mod sse;
 mod surface_counts;
 mod tokens;
 mod writer;
@@ -24,5 +27,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     content::register(m)?;
     repair::register(m)?;
     surface_counts::register(m)?;
+    checkpoint::register(m)?;
+    sse::register(m)?;
     Ok(())
 }

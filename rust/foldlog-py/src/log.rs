@@ -1,10 +1,11 @@
 //! `foldlog._core.Log`: the event log.
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock, RwLockWriteGuard};
 
 use foldlog_core::body::WireStyle;
 use foldlog_core::event::{Event, Header, SurfaceOp};
-use foldlog_core::log::EventLog;
+use foldlog_core::log::{checkpoint, EventLog};
 use foldlog_core::store::jsonl;
 use foldlog_core::{reader, wire};
 use pyo3::prelude::*;
@@ -23,11 +24,14 @@ pub struct Log {
     inner: RwLock<EventLog>,
     /// The Python objects of the messages read so far (see `messages.rs`).
     pub(crate) objects: Objects,
+    /// Restored from a checkpoint and not completed (see `checkpoint.rs`).
+    partial: AtomicBool,
 }
 
 impl Log {
-    fn of(log: EventLog) -> Log {
+    pub(crate) fn of(log: EventLog) -> Log {
         Log {
+            partial: AtomicBool::new(checkpoint::is_partial(&log)),
             inner: RwLock::new(log),
             objects: Objects::default(),
         }
@@ -47,8 +51,27 @@ fn list_of<'py>(
 
 // Locks are only ever taken with the GIL released: a thread blocked on the lock while holding
 // the GIL would deadlock with a lock holder that needs the GIL back.
+// A log restored from a checkpoint holds only the events its surface needs: `with_read` and
+// `with_write` complete it first; the `ready` variants, for what reads only those events
+// (deriving, counting, planning, bodies, appending), do not.
 impl Log {
     pub(crate) fn with_read<R: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl Send + FnOnce(&EventLog) -> R,
+    ) -> PyResult<R> {
+        self.complete(py)?;
+        self.with_ready_read(py, f)
+    }
+    pub(crate) fn with_write<R: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl Send + FnOnce(&mut EventLog) -> R,
+    ) -> PyResult<R> {
+        self.complete(py)?;
+        self.with_ready_write(py, f)
+    }
+    pub(crate) fn with_ready_read<R: Send>(
         &self,
         py: Python<'_>,
         f: impl Send + FnOnce(&EventLog) -> R,
@@ -56,13 +79,23 @@ impl Log {
         py.detach(|| self.inner.read().map(|g| f(&g)).map_err(|_| ()))
             .map_err(poisoned)
     }
-    pub(crate) fn with_write<R: Send>(
+    pub(crate) fn with_ready_write<R: Send>(
         &self,
         py: Python<'_>,
         f: impl Send + FnOnce(&mut EventLog) -> R,
     ) -> PyResult<R> {
         py.detach(|| self.inner.write().map(|mut g| f(&mut g)).map_err(|_| ()))
             .map_err(poisoned)
+    }
+    /// Read the whole prefix of a log restored from a checkpoint (once).
+    pub(crate) fn complete(&self, py: Python<'_>) -> PyResult<()> {
+        if !self.partial.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.with_ready_write(py, checkpoint::complete)?
+            .map_err(|e| err_to_py(py, e, None))?;
+        self.partial.store(false, Ordering::Release);
+        Ok(())
     }
     /// The write lock for a store's flush, already without the GIL (`FileWriter.append_from`):
     /// a poisoned lock is the storage error the flush reports.
@@ -143,7 +176,7 @@ impl Log {
 
     #[getter]
     fn header(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        let line = self.with_read(py, |log| log.header().map(|h| h.line.clone()))?;
+        let line = self.with_ready_read(py, |log| log.header().map(|h| h.line.clone()))?;
         match line {
             None => Ok(None),
             Some(line) => {
@@ -169,12 +202,12 @@ impl Log {
     }
 
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
-        self.with_read(py, |log| log.len())
+        self.with_ready_read(py, |log| log.len())
     }
 
     #[getter]
     fn rewrite_version(&self, py: Python<'_>) -> PyResult<u64> {
-        self.with_read(py, |log| log.rewrite_version())
+        self.with_ready_read(py, |log| log.rewrite_version())
     }
 
     /// Append an event; `data` must be JSON-safe. Returns its seq. Nothing is recorded on error.
@@ -197,7 +230,7 @@ impl Log {
                     .map_err(|e| err_to_py(py, e, None))?,
             ),
         };
-        self.with_write(py, |log| log.append(kind, &data, time, op, sources))?
+        self.with_ready_write(py, |log| log.append(kind, &data, time, op, sources))?
             .map_err(|e| err_to_py(py, e, None))
     }
 
@@ -218,7 +251,7 @@ impl Log {
             Some(o) => SurfaceOp::from_value(&value_of(o, "surfaceOp")?)
                 .map_err(|e| err_to_py(py, e, None))?,
         };
-        self.with_write(py, |log| log.add_message_with(&m, time, op))?
+        self.with_ready_write(py, |log| log.add_message_with(&m, time, op))?
             .map_err(|e| err_to_py(py, e, None))
     }
 
@@ -236,7 +269,7 @@ impl Log {
             let converted = new_event(py, ev, time);
             batch.push(converted.map_err(|e| with_index(py, e, index))?);
         }
-        self.with_write(py, |log| log.append_batch(batch))?
+        self.with_ready_write(py, |log| log.append_batch(batch))?
             .map_err(|e| batch_to_py(py, e))
     }
 
@@ -253,7 +286,7 @@ impl Log {
             let root = format!("replace(): messages[{index}]");
             values.push(value_of(m, &root).map_err(|e| with_index(py, e, index))?);
         }
-        self.with_write(py, |log| log.replace_messages(&values, time))?
+        self.with_ready_write(py, |log| log.replace_messages(&values, time))?
             .map_err(|e| batch_to_py(py, e))
     }
 
@@ -262,7 +295,7 @@ impl Log {
         let py = slf.py();
         let seqs = slf
             .get()
-            .with_write(py, |log| log.derived_seqs().to_vec())?;
+            .with_ready_write(py, |log| log.derived_seqs().to_vec())?;
         let entries: Arc<[Entry]> = seqs.into_iter().map(Entry::Seq).collect();
         Ok(MessageItems {
             log: slf.clone().unbind(),
@@ -272,22 +305,22 @@ impl Log {
 
     /// How many messages the surface derives (none is built).
     fn derived_len(&self, py: Python<'_>) -> PyResult<usize> {
-        self.with_write(py, |log| log.derived_len())
+        self.with_ready_write(py, |log| log.derived_len())
     }
 
     /// Seq of the event behind each derived message.
     fn derived_seqs(&self, py: Python<'_>) -> PyResult<Vec<u64>> {
-        self.with_write(py, |log| log.derived_seqs().to_vec())
+        self.with_ready_write(py, |log| log.derived_seqs().to_vec())
     }
 
     /// The surface node seqs (including nodes that project to nothing).
     fn surface_nodes(&self, py: Python<'_>) -> PyResult<Vec<u64>> {
-        self.with_read(py, |log| log.surface().nodes().to_vec())
+        self.with_ready_read(py, |log| log.surface().nodes().to_vec())
     }
 
     /// The send normalizer run over the whole history (no incremental plan): plain values.
     fn wire_messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let sent = self.with_write(py, |log| log.normalized_messages())?;
+        let sent = self.with_ready_write(py, |log| log.normalized_messages())?;
         let out = PyList::empty(py);
         for m in &sent {
             out.append(to_py(py, m)?)?;
@@ -302,7 +335,7 @@ impl Log {
     fn wire_view(slf: &Bound<'_, Self>, style: &str) -> PyResult<(MessageItems, WireSegments)> {
         let py = slf.py();
         let style = style_of(style)?;
-        let (items, segments) = slf.get().with_write(py, |log| {
+        let (items, segments) = slf.get().with_ready_write(py, |log| {
             let segments = log.wire_messages(style);
             let tail = log.update_send();
             let seqs = log.derived_seqs().to_vec();
@@ -334,7 +367,7 @@ impl Log {
 
     /// The wire messages as JSON bytes (a JSON array, keys sorted), from the cached segments.
     fn wire_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let bytes = self.with_write(py, |log| {
+        let bytes = self.with_ready_write(py, |log| {
             let messages = log.wire_messages(WireStyle::Keep);
             foldlog_core::body::WireBody::new(b"[", messages, b"]").to_vec()
         })?;
@@ -342,7 +375,7 @@ impl Log {
     }
 
     fn has_content(&self, py: Python<'_>) -> PyResult<bool> {
-        self.with_write(py, |log| log.has_content())
+        self.with_ready_write(py, |log| log.has_content())
     }
 
     /// One event as a dict.
@@ -393,16 +426,16 @@ impl Log {
 
     /// `(turn, step)` of the open turn, or `None`.
     fn open_turn(&self, py: Python<'_>) -> PyResult<Option<(u64, Option<u64>)>> {
-        self.with_read(py, |log| log.open_turn().map(|t| (t.turn, t.step)))
+        self.with_ready_read(py, |log| log.open_turn().map(|t| (t.turn, t.step)))
     }
 
     fn last_turn(&self, py: Python<'_>) -> PyResult<u64> {
-        self.with_read(py, |log| log.last_turn())
+        self.with_ready_read(py, |log| log.last_turn())
     }
 
     /// Seq of a `compaction/start` without its `compaction/end`.
     fn open_compaction(&self, py: Python<'_>) -> PyResult<Option<u64>> {
-        self.with_read(py, |log| log.open_compaction())
+        self.with_ready_read(py, |log| log.open_compaction())
     }
 
     /// The lines of events `start..end` as stored (each ending in `\n`), without the header:

@@ -26,38 +26,42 @@ pub(crate) enum Entry {
 pub(crate) struct Objects(Mutex<Vec<Option<Py<PyAny>>>>);
 
 impl Objects {
-    fn get(&self, py: Python<'_>, seq: u64) -> PyResult<Option<Py<PyAny>>> {
+    /// The cached object of each seq (`None` where none was read yet), under one lock.
+    fn get_all(&self, py: Python<'_>, seqs: &[u64]) -> PyResult<Vec<Option<Py<PyAny>>>> {
         let cache = self.0.lock().map_err(poisoned)?;
-        Ok(cache
-            .get(seq as usize)
-            .and_then(|o| o.as_ref().map(|o| o.clone_ref(py))))
+        Ok(seqs
+            .iter()
+            .map(|&seq| {
+                cache
+                    .get(seq as usize)
+                    .and_then(|o| o.as_ref().map(|o| o.clone_ref(py)))
+            })
+            .collect())
     }
 
-    fn put(&self, seq: u64, obj: Py<PyAny>) -> PyResult<()> {
+    /// Keep the objects built for `seqs`, under one lock.
+    fn put_all(&self, py: Python<'_>, built: &[(u64, &Py<PyAny>)]) -> PyResult<()> {
         let mut cache = self.0.lock().map_err(poisoned)?;
-        let i = seq as usize;
-        if cache.len() <= i {
-            cache.resize_with(i + 1, || None);
+        if let Some(top) = built.iter().map(|(seq, _)| *seq as usize).max() {
+            if cache.len() <= top {
+                cache.resize_with(top + 1, || None);
+            }
         }
-        cache[i] = Some(obj);
+        for (seq, obj) in built {
+            cache[*seq as usize] = Some(obj.clone_ref(py));
+        }
         Ok(())
     }
 }
 
 /// The Python objects of the messages behind `seqs`: from the log's cache, the others built
-/// (in parallel, the GIL released) and kept.
+/// (their JSON values in parallel, the GIL released; then each made a read-only Python object in
+/// one walk, `frozen`) and kept.
 pub(crate) fn objects(py: Python<'_>, log: &Log, seqs: &[u64]) -> PyResult<Vec<Py<PyAny>>> {
-    let mut out: Vec<Option<Py<PyAny>>> = Vec::with_capacity(seqs.len());
-    let mut missing = Vec::new();
-    for (k, &seq) in seqs.iter().enumerate() {
-        let found = log.objects.get(py, seq)?;
-        if found.is_none() {
-            missing.push(k);
-        }
-        out.push(found);
-    }
+    let mut out = log.objects.get_all(py, seqs)?;
+    let missing: Vec<usize> = (0..seqs.len()).filter(|&k| out[k].is_none()).collect();
     if !missing.is_empty() {
-        let built: Vec<Option<Message>> = log.with_read(py, |l| {
+        let built: Vec<Option<Message>> = log.with_ready_read(py, |l| {
             let build = |&k: &usize| l.message_of(seqs[k]);
             if missing.len() > 64 {
                 missing.par_iter().map(build).collect()
@@ -65,15 +69,24 @@ pub(crate) fn objects(py: Python<'_>, log: &Log, seqs: &[u64]) -> PyResult<Vec<P
                 missing.iter().map(build).collect()
             }
         })?;
-        for (k, m) in missing.into_iter().zip(built) {
-            let m = m.ok_or_else(|| {
+        let mut made = Vec::with_capacity(missing.len());
+        for (&k, m) in missing.iter().zip(&built) {
+            let m = m.as_ref().ok_or_else(|| {
                 pyo3::exceptions::PyRuntimeError::new_err(format!(
                     "event #{} derives no message",
                     seqs[k]
                 ))
             })?;
-            let obj = to_py_frozen(py, &m)?.unbind();
-            log.objects.put(seqs[k], obj.clone_ref(py))?;
+            made.push((k, to_py_frozen(py, m)?.unbind()));
+        }
+        // the values were allocated by the worker threads: freeing them there keeps this
+        // thread (which holds the GIL) out of the other threads' allocator arenas
+        if built.len() > 64 {
+            rayon::spawn(move || drop(built));
+        }
+        let kept: Vec<(u64, &Py<PyAny>)> = made.iter().map(|(k, o)| (seqs[*k], o)).collect();
+        log.objects.put_all(py, &kept)?;
+        for (k, obj) in made {
             out[k] = Some(obj);
         }
     }
@@ -156,7 +169,7 @@ impl MessageItems {
                 }
             })
             .collect();
-        let listed: Vec<usize> = self.log.get().with_read(py, |l| {
+        let listed: Vec<usize> = self.log.get().with_ready_read(py, |l| {
             seqs.iter()
                 .filter(|(_, s)| {
                     l.event(*s)

@@ -16,8 +16,9 @@ fn repair_needed(py: Python<'_>, log: &Log) -> PyResult<usize> {
 /// Apply the load normalizer: append its repair events to `log`. Returns a report dict.
 #[pyfunction]
 fn normalize_on_load<'py>(py: Python<'py>, log: &Log, time: i64) -> PyResult<Bound<'py, PyDict>> {
+    log.settle_for_repair(py)?;
     let report = log
-        .with_write(py, |log| repair::normalize_on_load(log, time))?
+        .with_ready_write(py, |log| repair::normalize_on_load(log, time))?
         .map_err(|e| err_to_py(py, e, None))?;
     let d = PyDict::new(py);
     d.set_item("names_filled", report.names_filled)?;

@@ -16,7 +16,7 @@ fn surface_tokens(py: Python<'_>, log: &Log, counter: &PyTokenCounter) -> PyResu
     let TokenizerChoice::Exact(tok) = counter.inner else {
         return Ok(None);
     };
-    log.with_write(py, |log| log.surface_tokens(tok))?
+    log.with_ready_write(py, |log| log.surface_tokens(tok))?
         .map(Some)
         .map_err(tokens_to_py)
 }
@@ -33,7 +33,7 @@ fn surface_token_total(
     let TokenizerChoice::Exact(tok) = counter.inner else {
         return Ok(None);
     };
-    log.with_write(py, |log| log.surface_token_total(tok))?
+    log.with_ready_write(py, |log| log.surface_token_total(tok))?
         .map(|t| Some((t.tokens, t.estimated_messages)))
         .map_err(tokens_to_py)
 }
@@ -49,7 +49,7 @@ fn surface_token_counts(
     let TokenizerChoice::Exact(tok) = counter.inner else {
         return Ok(None);
     };
-    log.with_write(py, |log| log.surface_token_counts(tok))?
+    log.with_ready_write(py, |log| log.surface_token_counts(tok))?
         .map(Some)
         .map_err(tokens_to_py)
 }
@@ -67,7 +67,7 @@ fn cached_token_events(py: Python<'_>, log: &Log) -> PyResult<usize> {
 #[pyfunction]
 fn plan_history(py: Python<'_>, log: &Log, counter: &PyTokenCounter) -> PyResult<PyPlanHistory> {
     let tok = counter.inner;
-    match log.with_write(py, |log| surface_plan(log, tok))? {
+    match log.with_ready_write(py, |log| surface_plan(log, tok))? {
         Ok(messages) => Ok(PyPlanHistory::from_messages(messages)),
         Err(PlanInputError::Tokens(e)) => Err(tokens_to_py(e)),
         Err(PlanInputError::Plan(e)) => Err(plan_error(e)),

@@ -98,6 +98,12 @@ impl FileWriter {
         result.map_err(|e| err_to_py(py, e, None))
     }
 
+    /// Replace the whole file atomically with `data`, under the lock (an erasure).
+    fn rewrite(&self, py: Python<'_>, data: &Bound<'_, PyBytes>) -> PyResult<()> {
+        let bytes = data.as_bytes();
+        self.with_open(py, |w| w.rewrite(bytes))
+    }
+
     /// Close the session file but keep the lock (an idle session); the next write reopens it.
     fn suspend(&self, py: Python<'_>) -> PyResult<()> {
         self.with_open(py, |w| {
@@ -137,7 +143,7 @@ pub fn write_file(py: Python<'_>, path: PathBuf, data: &Bound<'_, PyBytes>) -> P
 /// The log's batch not yet stored: `(bytes, first_seq, count)`.
 #[pyfunction]
 fn pending_batch<'py>(py: Python<'py>, log: &Log) -> PyResult<(Bound<'py, PyBytes>, usize, usize)> {
-    let (bytes, first, count) = log.with_read(py, |log| {
+    let (bytes, first, count) = log.with_ready_read(py, |log| {
         (log.pending_bytes(), log.flushed(), log.pending().len())
     })?;
     Ok((PyBytes::new(py, &bytes), first, count))
@@ -146,7 +152,7 @@ fn pending_batch<'py>(py: Python<'py>, log: &Log) -> PyResult<(Bound<'py, PyByte
 /// Mark the log's events before `upto` as stored (a store wrote them, or read them back).
 #[pyfunction]
 fn mark_flushed(py: Python<'_>, log: &Log, upto: usize) -> PyResult<()> {
-    log.with_write(py, |log| log.mark_flushed(upto))
+    log.with_ready_write(py, |log| log.mark_flushed(upto))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -154,5 +160,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write_file, m)?)?;
     m.add_function(wrap_pyfunction!(pending_batch, m)?)?;
     m.add_function(wrap_pyfunction!(mark_flushed, m)?)?;
+    m.add("ERASED_CONTENT", foldlog_core::event::ERASED_CONTENT)?;
     Ok(())
 }

@@ -81,7 +81,10 @@ def export(
     sessions (Claude Code and ATIF carry them; the others name them in the warnings).
     ``strict``: anything the format cannot carry (every warning) raises `ExportError` naming
     it all, instead of being written in its nearest form."""
-    result = _export(session, fmt, children, wire)
+    from foldlog.log.media import inline_session
+
+    # the media a log references written as data again: an export stands on its own
+    result = _export(inline_session(session), fmt, [inline_session(c) for c in children], wire)
     if strict and result.warnings:
         shown = "; ".join(result.warnings[:10])
         more = f"; … {len(result.warnings) - 10} more" if len(result.warnings) > 10 else ""

@@ -28,6 +28,8 @@ OUTPUT_VALIDATED: Final = "output/validated"
 #: a paused turn's calls waiting for a person (docs/durable-runs.md), and a person's answer
 APPROVAL_REQUEST: Final = "approval/request"
 APPROVAL_ANSWER: Final = "approval/answer"
+#: which events' content was erased, why and when (docs/log-format.md, "Erasure")
+ERASURE: Final = "log/erasure"
 
 #: the kinds that hold a message and take part in the surface (``surfaceOp`` required)
 MESSAGE_KINDS: Final = frozenset({SYSTEM_MESSAGE, USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT})
@@ -52,6 +54,7 @@ ALL_KINDS: Final = frozenset(
         OUTPUT_VALIDATED,
         APPROVAL_REQUEST,
         APPROVAL_ANSWER,
+        ERASURE,
     }
 )
 
@@ -64,6 +67,7 @@ __all__ = [
     "COMPACTION_END",
     "COMPACTION_START",
     "COMPACTION_SUMMARY",
+    "ERASURE",
     "MESSAGE_KINDS",
     "OUTPUT_VALIDATED",
     "REQUEST_HEADER",

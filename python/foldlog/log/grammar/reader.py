@@ -37,6 +37,7 @@ from foldlog.log.grammar.records import (
     CompactionEnd,
     CompactionStart,
     CompactionSummary,
+    Erasure,
     MessageRecord,
     Other,
     OutputValidated,
@@ -280,6 +281,10 @@ def _approval_answer(ev: _Data, d: _Data, seq: int, time: int | None, st: ReadSt
     )
 
 
+def _erasure(ev: _Data, d: _Data, seq: int, time: int | None, st: ReadState) -> Record:
+    return Erasure(seq, time, d, _seqs(d.get("seqs")) or (), _str(d.get("reason")), _int(d.get("at")))
+
+
 _BUILDERS: dict[str, _Build] = {
     kinds.SYSTEM_MESSAGE: _system,
     kinds.USER_MESSAGE: _user,
@@ -298,6 +303,7 @@ _BUILDERS: dict[str, _Build] = {
     kinds.COMPACTION_END: _compaction_end,
     kinds.APPROVAL_REQUEST: _approval_request,
     kinds.APPROVAL_ANSWER: _approval_answer,
+    kinds.ERASURE: _erasure,
 }
 
 
@@ -377,6 +383,7 @@ __all__ = [
     "CompactionEnd",
     "CompactionStart",
     "CompactionSummary",
+    "Erasure",
     "MessageRecord",
     "Other",
     "OutputValidated",

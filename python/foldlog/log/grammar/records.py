@@ -301,6 +301,20 @@ class ApprovalAnswer:
 
 
 @dataclass(frozen=True, slots=True)
+class Erasure:
+    """The content of ``seqs`` was erased (their data are tombstones now): why and when
+    (docs/log-format.md, "Erasure"). Never the erased content."""
+
+    seq: int
+    time: int | None
+    data: Mapping[str, Any]
+    seqs: Sequence[int]
+    reason: str | None
+    #: when it was erased, epoch milliseconds
+    at: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class Other:
     """An event of a kind this reader does not know (a newer writer's ``ignorable`` kind, an
     importer's): passed through as it is."""
@@ -330,6 +344,7 @@ Record = (
     | CompactionEnd
     | ApprovalRequest
     | ApprovalAnswer
+    | Erasure
     | Other
 )
 #: the records of the events on the surface (what `derive_messages` projects)
@@ -344,6 +359,7 @@ __all__ = [
     "CompactionEnd",
     "CompactionStart",
     "CompactionSummary",
+    "Erasure",
     "MessageRecord",
     "Other",
     "OutputValidated",

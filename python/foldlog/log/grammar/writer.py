@@ -234,6 +234,14 @@ class EventWriter:
             data["reason"] = reason
         return self._append(kinds.APPROVAL_ANSWER, data, None, None)
 
+    # --- erasure (docs/log-format.md, "Erasure") ------------------------------------------------
+
+    def erasure(self, seqs: Sequence[int], reason: str, at: int) -> int:
+        """``{seqs, reason, at}``: the events whose content was erased (their data are tombstones
+        now: `foldlog.log.erasure`), why, and when (epoch ms). Never the erased content."""
+        data = {"seqs": sorted(set(seqs)), "reason": reason, "at": at}
+        return self._append(kinds.ERASURE, data, None, None)
+
     # --- compaction (docs/compaction.md) -------------------------------------------------------
     # One shape for every fold: the agent's (`foldlog.compaction.Compactor`) and an imported
     # transcript's (`foldlog.interchange.events.EventBuilder.compaction`).

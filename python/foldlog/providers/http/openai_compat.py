@@ -51,6 +51,9 @@ HEAD_CHARS = 200
 # 1,000 concurrent sessions spent 62% of their time there). The OpenAI SDK's client allows 1,000.
 MAX_CONNECTIONS = 1000
 MAX_KEEPALIVE = 100
+# what may follow a stream's [DONE] and still be read so that its connection is kept (see _drain)
+DRAIN_BYTES = 64 * 1024
+DRAIN_SECONDS = 0.25
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',]+")
 
 
@@ -152,6 +155,8 @@ class OpenAICompatible(ProviderBase):
         self.max_connections = max_connections
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        # responses past their [DONE] whose rest is read in the background (see _drain)
+        self._draining: dict[httpx.Response, asyncio.Task[None]] = {}
         # every request sent to the endpoint, retries and replays included (the CLI's usage line)
         self.requests_sent = 0
 
@@ -265,7 +270,8 @@ class OpenAICompatible(ProviderBase):
                 await self._notify(replays, delay, f"replay: {cut.reason}")
                 await asyncio.sleep(delay)
             finally:
-                await response.aclose()
+                if response not in self._draining:
+                    await response.aclose()
 
     def new_assembler(self) -> StreamAssembler:
         """The reader of one response's events (a subclass speaking another stream format gives
@@ -305,6 +311,9 @@ class OpenAICompatible(ProviderBase):
             for event in decoder.feed(piece):
                 chunks = self._event(event, asm)
                 if chunks is None:  # [DONE]
+                    if self._transport is None:  # the provider's own pool keeps connections alive
+                        drain = self._drain_and_close(response, pieces)
+                        self._draining[response] = asyncio.create_task(drain)
                     yield asm.finish()
                     return
                 if chunks:
@@ -398,6 +407,8 @@ class OpenAICompatible(ProviderBase):
     def _client_for_loop(self) -> httpx.AsyncClient:
         import httpx
 
+        from foldlog.providers.http.pool import LeanTransport, lean_pool_applies
+
         loop = asyncio.get_running_loop()
         # a client's pool belongs to the loop it first ran on; a new loop (run_sync called
         # twice) gets a new client
@@ -405,11 +416,15 @@ class OpenAICompatible(ProviderBase):
             headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
             headers.update(self.auth_headers())
             headers.update(self._headers)
+            http2 = _h2_available() and self._transport is None
+            transport = self._transport
+            if transport is None and lean_pool_applies(self.base_url, http2=http2):
+                transport = LeanTransport(max_connections=self.max_connections, ssl_context=_ssl_context())
             self._client = httpx.AsyncClient(
                 headers=headers,
                 timeout=httpx.Timeout(self.timeout, read=self.stall_timeout),
-                transport=self._transport,
-                http2=_h2_available() and self._transport is None,
+                transport=transport,
+                http2=http2,
                 verify=_ssl_context(),
                 limits=httpx.Limits(
                     max_connections=self.max_connections,
@@ -506,7 +521,20 @@ class OpenAICompatible(ProviderBase):
         except Exception:  # a UI callback must never break the request
             log.exception("on_retry callback failed")
 
+    async def _drain_and_close(self, response: httpx.Response, pieces: AsyncIterator[bytes]) -> None:
+        """Read the rest of a body after its ``[DONE]`` in the background (the reply is already
+        the caller's), then close it: read to its end, its connection goes back to the pool."""
+        try:
+            await _drain(pieces)
+        finally:
+            self._draining.pop(response, None)
+            await response.aclose()
+
     async def aclose(self) -> None:
+        draining = list(self._draining.values())
+        for task in draining:
+            task.cancel()
+        await asyncio.gather(*draining, return_exceptions=True)
         client, self._client, self._client_loop = self._client, None, None
         if client is not None:
             await client.aclose()
@@ -534,6 +562,25 @@ def normalize_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         out.append({"type": "function", "function": fn})
     out.sort(key=lambda t: str(t["function"]["name"]))
     return out
+
+
+async def _drain(pieces: AsyncIterator[bytes]) -> None:
+    """Read what is left of a body after its ``[DONE]`` (normally only the end of the body): a
+    response read to its end puts its connection back in the pool, one closed early closes it, and
+    a new connection per request cost a fifth of B7's event loop. A body that goes on past
+    ``DRAIN_BYTES`` or ``DRAIN_SECONDS`` is left to be closed. Runs after the reply was handed
+    on (`OpenAICompatible._drain_and_close`): a server slow to end its body delays no one."""
+    import httpx
+
+    left = DRAIN_BYTES
+    try:
+        async with asyncio.timeout(DRAIN_SECONDS):
+            async for piece in pieces:
+                left -= len(piece)
+                if left < 0:
+                    return
+    except (TimeoutError, httpx.HTTPError):
+        pass  # the reply is complete; only the connection's reuse is lost
 
 
 def _is_json(response: httpx.Response) -> bool:

@@ -54,7 +54,10 @@ class LlamaServer:
     n_ctx: int = 8192
     host: str = "127.0.0.1"
     port: int | None = None
-    chat_format: str = "chatml-function-calling"
+    # None: the chat template in the GGUF's metadata (e.g. the optional Qwen2.5-Coder reader's
+    # ChatML, scripts/fetch-reader-model.sh)
+    chat_format: str | None = "chatml-function-calling"
+    model_alias: str = MODEL_ALIAS
     n_threads: int | None = None
     startup_timeout: float = 120.0
     extra_args: Sequence[str] = ()
@@ -79,12 +82,13 @@ class LlamaServer:
         cmd = [
             sys.executable, "-m", "llama_cpp.server",
             "--model", str(self.model_path),
-            "--model_alias", MODEL_ALIAS,
+            "--model_alias", self.model_alias,
             "--host", self.host,
             "--port", str(self.port),
             "--n_ctx", str(self.n_ctx),
-            "--chat_format", self.chat_format,
         ]  # fmt: skip
+        if self.chat_format is not None:
+            cmd += ["--chat_format", self.chat_format]
         # llama.cpp's default (half the cores) measured faster here than all cores on a busy
         # two-core machine: its OpenMP threads spin, and oversubscribed spinning is slow
         if self.n_threads:

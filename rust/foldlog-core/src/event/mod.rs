@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::event::shape::{role_of_kind, DataSeen, Shape};
 
 mod header;
+pub mod media_ref;
 mod op;
 mod parse;
 pub mod shape;
@@ -47,7 +48,16 @@ pub const KNOWN_TYPES: &[&str] = &[
     // a paused turn's calls waiting for a person, and a person's answer (docs/durable-runs.md)
     "approval/request",
     "approval/answer",
+    // content removed at a person's request: which events, why, when (docs/log-format.md, "Erasure")
+    "log/erasure",
 ];
+
+/// The event that records an erasure: `{seqs, reason, at}` (the erased events' data are
+/// tombstones: their structure kept, their content replaced by [`ERASED_CONTENT`]).
+pub const ERASURE: &str = "log/erasure";
+
+/// What a tombstone holds, and so what its derived message shows, in place of erased content.
+pub const ERASED_CONTENT: &str = "[erased]";
 
 /// Envelope key: the cached counts in `tokens` include an estimate for non-text content.
 pub const TOKENS_ESTIMATED: &str = "tokensEstimated";
@@ -84,6 +94,9 @@ static APPEND: SurfaceOp = SurfaceOp::Append;
 const IGNORABLE: u8 = 1;
 /// The envelope has a `tokens` key (counts kept with the event).
 const HAS_TOKENS: u8 = 2;
+/// `data` is a JSON object: noted when the line is parsed (in parallel, with the line in cache),
+/// so the log's rules, applied in line order, need not read the line again.
+const DATA_OBJECT: u8 = 4;
 
 /// What few events have: an unknown type's name, a rewriting surface op.
 #[derive(Debug, Clone, Default)]
@@ -157,7 +170,7 @@ impl Event {
             data_end: end as u32,
             kind: kind_index(kind),
             op: OP_NONE,
-            flags: 0,
+            flags: u8::from(data.is_object()) * DATA_OBJECT,
             seq,
             sources: sources.map(Vec::into_boxed_slice),
             shape: None,
@@ -243,6 +256,10 @@ impl Event {
     pub fn ignorable(&self) -> bool {
         self.flags & IGNORABLE != 0
     }
+    /// Whether `data` is a JSON object.
+    pub fn data_is_object(&self) -> bool {
+        self.flags & DATA_OBJECT != 0
+    }
     /// The shape of a surface event's message (`None` for other events).
     pub fn shape(&self) -> Option<&Shape> {
         self.shape.as_deref()
@@ -255,6 +272,11 @@ impl Event {
     /// others — the line is held twice.
     pub fn shares_buffer(&self) -> bool {
         Arc::strong_count(&self.buf) > 1
+    }
+    /// The buffer this event's line is a span of, and where in it the line starts (request
+    /// segments borrow their texts from it: `wire::segment`).
+    pub fn line_buffer(&self) -> (&Buffer, usize) {
+        (&self.buf, self.start)
     }
     /// Whether this event's line is a span of `buf` (it was read with it).
     pub fn shares(&self, buf: &Buffer) -> bool {

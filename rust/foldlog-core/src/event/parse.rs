@@ -14,7 +14,10 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{kind_index, turn_step, Buffer, Event, Rare, SurfaceOp, HAS_TOKENS, IGNORABLE, OTHER};
+use super::{
+    kind_index, turn_step, Buffer, Event, Rare, SurfaceOp, DATA_OBJECT, HAS_TOKENS, IGNORABLE,
+    OTHER,
+};
 use crate::error::{Error, Result};
 use crate::event::is_known_type;
 use crate::event::shape::Text;
@@ -221,7 +224,10 @@ impl Parsed {
             data_end: data_end as u32,
             kind: index,
             op: 0,
-            flags: u8::from(env.ignorable) * IGNORABLE + u8::from(env.tokens) * HAS_TOKENS,
+            flags: u8::from(env.ignorable) * IGNORABLE
+                + u8::from(env.tokens) * HAS_TOKENS
+                // a raw value starts at its first byte (no blanks before it)
+                + u8::from(data.get().starts_with('{')) * DATA_OBJECT,
             seq,
             sources: env.sources.map(Vec::into_boxed_slice),
             shape: None,

@@ -141,6 +141,14 @@ fn check_block(block: &Value, p: &mut Place) -> Result<()> {
         )));
     };
     let kind = required_str(obj, "type", p)?;
+    // a media reference (its bytes in the media store): checked before the shape of its type
+    if let Err((place, problem)) = super::media_ref::check(kind, obj) {
+        return if place.is_empty() {
+            Err(p.fail(problem))
+        } else {
+            p.at(&place, |p| Err(p.fail(problem)))
+        };
+    }
     match kind {
         "text" => {
             required_str(obj, "text", p)?;
@@ -438,8 +446,8 @@ pub fn tool_blocks(blocks: &Value) -> Result<()> {
     Ok(())
 }
 
-/// The `data` of a surface event on the write path (`append`). Other event types are not
-/// checked here beyond being objects.
+/// The `data` of a surface event or an erasure on the write path (`append`). Other event types
+/// are not checked here beyond being objects.
 pub fn event_data(kind: &str, data: &Value) -> Result<()> {
     let Some(obj) = data.as_object() else {
         return Err(Error::invalid(format!(
@@ -465,9 +473,52 @@ pub fn event_data(kind: &str, data: &Value) -> Result<()> {
                 })
             })
         }
+        crate::event::ERASURE => check_erasure(obj, &mut p),
         _ => Ok(()),
     };
     checked.map_err(|e| context(e, &format!("invalid {kind} data: ")))
+}
+
+/// An erasure event's data: `seqs`, a non-empty list of event seqs in increasing order (each
+/// erased once), `reason`, a non-empty string, `at`, epoch milliseconds. Never content: the
+/// erased events' data are not in it.
+fn check_erasure(obj: &Map<String, Value>, p: &mut Place) -> Result<()> {
+    p.at("seqs", |p| match obj.get("seqs") {
+        Some(Value::Array(seqs)) if !seqs.is_empty() => {
+            let mut last: Option<u64> = None;
+            for (i, s) in seqs.iter().enumerate() {
+                let Some(n) = s.as_u64() else {
+                    return p.index(i, |p| {
+                        Err(p.fail(format!("must be an event seq, got {}", describe(s))))
+                    });
+                };
+                if last.is_some_and(|l| l >= n) {
+                    return p.index(i, |p| {
+                        Err(p.fail("must be larger than the seq before it (sorted, no repeats)"))
+                    });
+                }
+                last = Some(n);
+            }
+            Ok(())
+        }
+        Some(Value::Array(_)) => Err(p.fail("must name at least one event")),
+        None => Err(p.fail("is missing (a list of event seqs is required)")),
+        Some(other) => Err(p.fail(format!(
+            "must be a list of event seqs, got {}",
+            describe(other)
+        ))),
+    })?;
+    if required_str(obj, "reason", p)?.trim().is_empty() {
+        return p.at("reason", |p| Err(p.fail("must not be empty")));
+    }
+    p.at("at", |p| match obj.get("at") {
+        Some(v) if v.is_i64() => Ok(()),
+        None => Err(p.fail("is missing (epoch milliseconds are required)")),
+        Some(other) => Err(p.fail(format!(
+            "must be epoch milliseconds, got {}",
+            describe(other)
+        ))),
+    })
 }
 
 fn context(err: Error, prefix: &str) -> Error {

@@ -13,6 +13,7 @@ use crate::event::{Event, Header, Parsed, SurfaceOp};
 use crate::surface::Surface;
 
 mod batch;
+pub mod checkpoint;
 mod counts;
 mod derive;
 mod record;
@@ -49,6 +50,8 @@ pub struct EventLog {
     open_compaction: Option<u64>,
     token_cache: Option<TokenCache>,
     send: send::SendState,
+    /// Restored from a checkpoint: where the prefix it does not hold is stored (`checkpoint`).
+    partial: Option<Box<checkpoint::Prefix>>,
 }
 
 impl EventLog {
@@ -187,12 +190,10 @@ impl EventLog {
                 "{} event #{seq} is not a surface event and must not carry a surfaceOp",
                 ev.kind()
             ))),
-            (true, Some(_)) if !ev.data_json().trim_start().starts_with('{') => {
-                Err(Error::invalid(format!(
-                    "{} event #{seq}: data must be an object",
-                    ev.kind()
-                )))
-            }
+            (true, Some(_)) if !ev.data_is_object() => Err(Error::invalid(format!(
+                "{} event #{seq}: data must be an object",
+                ev.kind()
+            ))),
             (true, Some(SurfaceOp::Mask { seq: masked })) => self.check_mask(ev, seq, *masked),
             _ => Ok(()),
         }
@@ -285,8 +286,12 @@ impl EventLog {
     /// Bytes this log holds in memory: the buffers its lines are spans of (each counted once),
     /// its events, the surface, the derivation and the caches of counts and serialised messages.
     pub fn heap_bytes(&self) -> usize {
-        let mut buffers: Vec<(*const u8, usize)> =
-            self.events.iter().map(|e| e.buffer_span()).collect();
+        let mut buffers: Vec<(*const u8, usize)> = self
+            .events
+            .iter()
+            .map(|e| e.buffer_span())
+            .chain(self.send.borrowed_buffers())
+            .collect();
         buffers.sort_unstable();
         buffers.dedup();
         let lines: usize = buffers.iter().map(|b| b.1).sum();
@@ -320,7 +325,7 @@ impl EventLog {
 /// What [`EventLog::append`] checks of a new event before building it.
 fn check_new(kind: &str, data: &Value) -> Result<()> {
     check_kind(kind, data)?;
-    if crate::event::is_surface_type(kind) {
+    if crate::event::is_surface_type(kind) || kind == crate::event::ERASURE {
         crate::event::validate::event_data(kind, data)?;
     }
     Ok(())

@@ -59,13 +59,23 @@ impl SendState {
             .flatten()
             .map(|c| {
                 let per_seq = c.per_seq.capacity() * std::mem::size_of::<Option<Segment>>();
-                // a segment is shared by the per-event cache and the list: count it once
-                let segments: usize = c.per_seq.iter().flatten().map(|s| s.len() + 16).sum();
+                // a segment is shared by the per-event cache and the list: count it once (the
+                // spans it borrows are the log's lines: `borrowed_buffers`)
+                let segments: usize = c.per_seq.iter().flatten().map(Segment::heap_bytes).sum();
                 let list = c.list.read().map_or(0, |l| l.capacity() * 16);
                 per_seq + segments + list
             })
             .sum();
         plan + wire
+    }
+
+    /// The buffers the cached segments borrow from (address and length): the log's lines, unless
+    /// an event was written again since (then its old buffer stays alive for the segment).
+    pub(super) fn borrowed_buffers(&self) -> impl Iterator<Item = (*const u8, usize)> + '_ {
+        self.wire
+            .iter()
+            .flatten()
+            .flat_map(|c| c.per_seq.iter().flatten().filter_map(Segment::borrowed))
     }
 }
 
@@ -160,9 +170,19 @@ impl EventLog {
             })
             .collect();
         let events = &self.events;
+        // the message's longest text borrowed from its event's line where the line writes it
+        // as the request does (most tool results and texts): not held twice
         let serialise = |&i: &usize| -> Segment {
+            let ev = &events[seqs[i] as usize];
             let m = materialize(events, seqs[i]).expect("a derived seq projects to a message");
-            body::message_json(&m, style).into()
+            let (buf, start) = ev.line_buffer();
+            Segment::of_line(
+                body::message_json(&m, style),
+                &m,
+                buf,
+                start,
+                ev.line().len(),
+            )
         };
         let made: Vec<Segment> = if missing.len() > 64 {
             missing.par_iter().map(serialise).collect()

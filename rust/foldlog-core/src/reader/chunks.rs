@@ -1,5 +1,8 @@
 //! Parsing the lines of a buffer in parallel: the buffer is cut at line ends into chunks, one
 //! task per chunk, each line checked for UTF-8 and parsed on its own.
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
 use rayon::prelude::*;
 
 use super::trim_line;
@@ -116,11 +119,44 @@ fn scan_chunk(buf: &Buffer, (from, to): (usize, usize)) -> Chunk {
     out
 }
 
-/// Every line of `buf`, parsed, chunk by chunk in order.
-pub(super) fn scan(buf: &Buffer) -> Vec<Chunk> {
+/// Every line of `buf`, parsed, chunk by chunk in order: each chunk is handed out as soon as it
+/// and those before it are parsed, so the caller applies the log's rules (in line order, on its
+/// own thread) while the pool parses the chunks after it.
+pub(super) fn scan(buf: &Buffer) -> Box<dyn Iterator<Item = Chunk>> {
     let bounds = bounds(buf);
     if bounds.len() <= 1 {
-        return bounds.into_iter().map(|b| scan_chunk(buf, b)).collect();
+        let buf = buf.clone();
+        return Box::new(bounds.into_iter().map(move |b| scan_chunk(&buf, b)));
     }
-    bounds.into_par_iter().map(|b| scan_chunk(buf, b)).collect()
+    if rayon::current_thread_index().is_some() {
+        // on a pool thread already (a load inside a parallel job): waiting here for tasks queued
+        // behind this one could leave the pool with no thread to run them, so parse first
+        let chunks: Vec<Chunk> = bounds.into_par_iter().map(|b| scan_chunk(buf, b)).collect();
+        return Box::new(chunks.into_iter());
+    }
+    // held while the reader reads on: a chunk not yet parsed when it stopped (at an error) is
+    // not parsed at all
+    let reading = Arc::new(());
+    let pending: Vec<_> = bounds
+        .into_iter()
+        .map(|b| {
+            let (tx, rx) = std::sync::mpsc::sync_channel(1);
+            let (buf, reading) = (buf.clone(), Arc::downgrade(&reading));
+            // the pool takes spawned tasks first in, first out: chunks are parsed in line order
+            rayon::spawn(move || {
+                if reading.strong_count() > 0 {
+                    let chunk = catch_unwind(AssertUnwindSafe(|| scan_chunk(&buf, b)));
+                    let _ = tx.send(chunk);
+                }
+            });
+            rx
+        })
+        .collect();
+    Box::new(pending.into_iter().map(move |rx| {
+        let _reading = &reading;
+        let parsed = rx
+            .recv()
+            .expect("a parsing task sends its chunk (or panic)");
+        parsed.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    }))
 }

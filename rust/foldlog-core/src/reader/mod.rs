@@ -8,7 +8,8 @@
 //!
 //! The bytes are one shared buffer: every event keeps its line as a span of it (no copy per
 //! line). Lines are parsed in parallel chunks on every core ([`chunks`]); the log's rules, which
-//! depend on what came before (seq continuity, the surface), are then applied in line order, so
+//! depend on what came before (seq continuity, the surface), are applied in line order on the
+//! caller's thread, chunk by chunk as each is parsed (while the pool parses the next ones), so
 //! the first error in line order is the one reported, exactly as a line-by-line reading would.
 use std::path::Path;
 use std::sync::Arc;
@@ -120,15 +121,24 @@ pub fn read_buffer(buf: Buffer) -> Result<Loaded> {
     // a line is the last one when only whitespace follows it
     let last_text = bytes.iter().rposition(|b| !b.is_ascii_whitespace());
     let is_last = |next: usize| last_text.is_none_or(|p| p < next);
-    let scanned = chunks::scan(&buf);
     let mut log = EventLog::new(None);
-    log.reserve(scanned.iter().map(|c| c.events.len()).sum());
     let mut valid_len = 0usize;
     let mut torn = None;
     let mut base = 0usize;
     // the first line that is not blank may be the header
     let mut first = true;
-    'chunks: for chunk in scanned {
+    'chunks: for chunk in chunks::scan(&buf) {
+        let mut more = chunk.events.len();
+        if log.is_empty() && more > 0 {
+            // room for the events of the chunks still being parsed too, guessed from the first
+            // chunk that holds some (lines of one log are much alike), so the log's vector grows
+            // by copies rarely if ever (a log of one chunk gets exactly its events' room)
+            let through = chunk.lines.last().map_or(bytes.len(), |l| l.1).max(1) as u128;
+            let after = bytes.len() as u128 - through.min(bytes.len() as u128);
+            let rest = (more as u128 * after / through) as usize;
+            more += rest + rest / 16;
+        }
+        log.reserve(more);
         let mut others = chunk.others.into_iter().peekable();
         let mut tracked = chunk.tracked.into_iter().peekable();
         let count = chunk.events.len();

@@ -318,6 +318,27 @@ impl FileWriter {
         }
     }
 
+    /// Replace the whole file with `bytes` (an erasure, the only rewrite the log allows:
+    /// docs/log-format.md): written to a temporary file beside it, fsynced, renamed into place,
+    /// the folder fsynced ([`write_new`]), all under this writer's lock. The writer goes on with
+    /// the new file. On failure the file is as it was and the writer goes on with it.
+    pub fn rewrite(&mut self, bytes: &[u8]) -> Result<()> {
+        if self.needs_cut {
+            return Err(Error::storage(format!(
+                "session file {}: a failed batch is still to be cut off; flush before rewriting",
+                self.path.display()
+            )));
+        }
+        self.check()?;
+        write_new(&self.path, bytes)?;
+        self.file = None;
+        let meta = std::fs::metadata(&self.path)
+            .map_err(|e| io_err("cannot stat rewritten", &self.path, e))?;
+        self.ino = meta.ino();
+        self.len = meta.len();
+        Ok(())
+    }
+
     fn batch_error(&mut self, size: usize, f: BatchFailure) -> Error {
         let state = match &f.cut_error {
             None => format!(

@@ -7,23 +7,38 @@ pub const MASKED_PREFIX: &str = "[masked: tool result of ";
 /// Characters of the call's arguments the stub quotes.
 const ARGS_CHARS: usize = 80;
 
-/// The call's arguments on one line, cut to [`ARGS_CHARS`] characters (`…` when cut).
-pub fn short_args(arguments: &str) -> String {
-    let flat: String = arguments.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= ARGS_CHARS {
+/// Characters of a failed result's first line the stub keeps (the error probes' answer is at
+/// most this long: docs/compaction-benchmark.md, `error`).
+const FAILURE_CHARS: usize = 120;
+
+/// `text` on one line (whitespace runs as one space), cut to `limit` characters (`…` when cut).
+fn one_line(text: &str, limit: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= limit {
         return flat;
     }
-    let mut cut: String = flat.chars().take(ARGS_CHARS).collect();
+    let mut cut: String = flat.chars().take(limit).collect();
     cut.push('…');
     cut
 }
 
+/// The call's arguments on one line, cut to [`ARGS_CHARS`] characters (`…` when cut).
+pub fn short_args(arguments: &str) -> String {
+    one_line(arguments, ARGS_CHARS)
+}
+
 /// The stub of the tool result at `seq`: what was there (the call, its size in the session's
-/// tokens) and where it is in the log.
-pub fn stub(name: &str, arguments: &str, tokens: u64, seq: u64) -> String {
+/// tokens) and where it is in the log. `failure`: for a result that failed, what failed (its
+/// first line, as the caller's error rule reads it) — kept on the surface, cut to
+/// [`FAILURE_CHARS`] characters, so masking never hides that a call failed, nor how.
+pub fn stub(name: &str, arguments: &str, tokens: u64, seq: u64, failure: Option<&str>) -> String {
     let name = if name.is_empty() { "tool" } else { name };
+    let failed = match failure.map(|f| one_line(f, FAILURE_CHARS)) {
+        Some(line) if !line.is_empty() => format!("; it failed: {line}"),
+        _ => String::new(),
+    };
     format!(
-        "{MASKED_PREFIX}{name}({}), {tokens} tokens, seq {seq} in the log]",
+        "{MASKED_PREFIX}{name}({}), {tokens} tokens, seq {seq} in the log{failed}]",
         short_args(arguments)
     )
 }
@@ -34,7 +49,7 @@ mod tests {
 
     #[test]
     fn stub_names_the_call_its_size_and_its_seq() {
-        let s = stub("read_file", "{\"path\":\n \"src/a.rs\"}", 1234, 17);
+        let s = stub("read_file", "{\"path\":\n \"src/a.rs\"}", 1234, 17, None);
         assert_eq!(
             s,
             "[masked: tool result of read_file({\"path\": \"src/a.rs\"}), 1234 tokens, seq 17 in the log]"
@@ -49,8 +64,26 @@ mod tests {
         assert_eq!(s.chars().count(), ARGS_CHARS + 1);
         assert!(s.ends_with('…'));
         assert_eq!(
-            stub("", "", 0, 0),
+            stub("", "", 0, 0, None),
             "[masked: tool result of tool(), 0 tokens, seq 0 in the log]"
+        );
+    }
+
+    #[test]
+    fn a_failed_result_keeps_its_first_line_on_one_line_and_bounded() {
+        let s = stub("bash", "{}", 9, 4, Some("Exit code 1\tno  matches"));
+        assert_eq!(
+            s,
+            "[masked: tool result of bash({}), 9 tokens, seq 4 in the log; it failed: Exit code 1 no matches]"
+        );
+        let long = "x".repeat(500);
+        let s = stub("bash", "{}", 9, 4, Some(&long));
+        let kept = s.split("; it failed: ").nth(1).unwrap();
+        assert_eq!(kept.chars().count(), FAILURE_CHARS + 2, "{kept}"); // the line, `…` and `]`
+                                                                       // an empty failure line adds nothing
+        assert_eq!(
+            stub("bash", "{}", 9, 4, Some(" ")),
+            stub("bash", "{}", 9, 4, None)
         );
     }
 }

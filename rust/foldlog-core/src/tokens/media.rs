@@ -8,6 +8,7 @@
 use serde_json::Value;
 
 use super::chat::Counter;
+use crate::event::media_ref;
 
 /// `detail: "low"`: one fixed 512×512 rendering.
 pub const IMAGE_LOW: usize = 85;
@@ -63,7 +64,7 @@ pub fn block_tokens(block: &Value, count: Counter<'_>) -> usize {
                 .and_then(|i| i.get("url").or(Some(i)))
                 .and_then(Value::as_str);
             let detail = image.and_then(|i| i.get("detail")).and_then(Value::as_str);
-            image_cost(url.and_then(data_url_size), detail)
+            image_cost(stored_or(block, || url.and_then(data_url_size)), detail)
         }
         "input_image" => {
             let url = block.get("image_url").and_then(Value::as_str);
@@ -72,11 +73,13 @@ pub fn block_tokens(block: &Value, count: Counter<'_>) -> usize {
         }
         "image" => {
             let source = block.get("source");
-            let size = source
-                .filter(|s| s.get("type").and_then(Value::as_str) == Some("base64"))
-                .and_then(|s| s.get("data"))
-                .and_then(Value::as_str)
-                .and_then(base64_image_size);
+            let size = stored_or(block, || {
+                source
+                    .filter(|s| s.get("type").and_then(Value::as_str) == Some("base64"))
+                    .and_then(|s| s.get("data"))
+                    .and_then(Value::as_str)
+                    .and_then(base64_image_size)
+            });
             image_cost(size, None)
         }
         "input_audio" => AUDIO,
@@ -92,6 +95,23 @@ pub fn block_tokens(block: &Value, count: Counter<'_>) -> usize {
         // anything else: what its JSON text costs
         _ => count(&block.to_string()),
     }
+}
+
+/// The size of the image a block holds: the one its media reference records (the bytes are in
+/// the media store, read when the image was stored: [`bytes_image_size`]), else `inline()`, read
+/// from the block's own data. So a stored image costs what it cost inline.
+fn stored_or(block: &Value, inline: impl FnOnce() -> Option<(u32, u32)>) -> Option<(u32, u32)> {
+    if media_ref::is_reference(block) {
+        media_ref::referenced_size(block)
+    } else {
+        inline()
+    }
+}
+
+/// The size of an image from its bytes, read as a block's base64 data is (its first
+/// [`HEADER_LIMIT`] bytes): what a media reference records for an image.
+pub fn bytes_image_size(bytes: &[u8]) -> Option<(u32, u32)> {
+    image_size(&bytes[..bytes.len().min(HEADER_LIMIT)])
 }
 
 fn image_cost(size: Option<(u32, u32)>, detail: Option<&str>) -> usize {
@@ -347,6 +367,37 @@ mod tests {
         for (block, want) in cases {
             assert_eq!(block_tokens(&block, &count), want, "{block}");
         }
+        let sha = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+        let stored = |extra: Value| {
+            let mut media = json!({"sha256": sha, "mediaType": "image/png", "size": 33});
+            for (k, v) in extra.as_object().unwrap() {
+                media[k] = v.clone();
+            }
+            media
+        };
+        let url = format!("data:image/png;base64,foldlog-media:sha256:{sha}");
+        let cases = [
+            (
+                json!({"type": "image_url", "image_url": {"url": url}, "media": stored(json!({"width": 1024, "height": 1024}))}),
+                765,
+            ),
+            (
+                json!({"type": "image_url", "image_url": {"url": url, "detail": "low"}, "media": stored(json!({"width": 1024, "height": 1024}))}),
+                85,
+            ),
+            (
+                json!({"type": "image_url", "image_url": {"url": url}, "media": stored(json!({}))}),
+                IMAGE_UNKNOWN_SIZE,
+            ),
+            (
+                json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": format!("foldlog-media:sha256:{sha}")}, "media": stored(json!({"width": 512, "height": 512}))}),
+                255,
+            ),
+        ];
+        for (block, want) in cases {
+            assert_eq!(block_tokens(&block, &count), want, "{block}");
+        }
+        assert_eq!(bytes_image_size(&png(300, 200)), Some((300, 200)));
         let other = json!({"type": "video", "x": 1});
         assert_eq!(block_tokens(&other, &count), other.to_string().len());
     }

@@ -32,6 +32,15 @@ pub fn map_blocks(content: &Value) -> Option<Vec<Value>> {
 /// source a `text` block. Anything else, or a shape not understood, is sent unchanged (a
 /// provider that cannot take it says so before sending).
 pub fn map_block(block: &Value) -> Value {
+    let mut mapped = map_shape(block);
+    // a media reference stays one: its `media` goes with the reference text into the new block
+    if let (Some(media), Some(obj)) = (block.get("media"), mapped.as_object_mut()) {
+        obj.entry("media").or_insert_with(|| media.clone());
+    }
+    mapped
+}
+
+fn map_shape(block: &Value) -> Value {
     let kind = block.get("type").and_then(Value::as_str);
     let source = block.get("source");
     let field = |k: &str| source.and_then(|s| s.get(k)).and_then(Value::as_str);
@@ -117,4 +126,27 @@ pub fn split_tool_content(content: Option<&Value>) -> Option<(String, Vec<Value>
     }
     text.push_str(&note);
     Some((text, moved))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_media_reference_stays_one_when_mapped() {
+        let sha = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+        let media =
+            json!({"sha256": sha, "mediaType": "image/png", "size": 9, "width": 2, "height": 3});
+        let image = json!({"type": "image", "media": media,
+            "source": {"type": "base64", "media_type": "image/png", "data": format!("foldlog-media:sha256:{sha}")}});
+        assert_eq!(
+            map_block(&image),
+            json!({"type": "image_url", "media": media,
+                "image_url": {"url": format!("data:image/png;base64,foldlog-media:sha256:{sha}")}})
+        );
+        let (text, moved) =
+            split_tool_content(Some(&json!([{"type": "text", "text": "shot"}, image]))).unwrap();
+        assert!(text.contains("1 attachment(s) (image)"), "{text}");
+        assert_eq!(moved[0]["media"], media);
+    }
 }

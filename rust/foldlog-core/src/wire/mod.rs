@@ -17,6 +17,7 @@ use crate::repair::NO_RESULT;
 
 pub mod blocks;
 mod pairing;
+pub mod segment;
 
 pub use blocks::{map_block, map_blocks, split_tool_content, ATTACHMENTS_OF};
 pub use pairing::{unanswered_calls, History, Paired, Pairing};

@@ -31,6 +31,7 @@ from foldlog.interchange.exports.walk import _surface_after
 from foldlog.log.context import message_tokens, prefix_log
 from foldlog.log.grammar.reader import read
 from foldlog.log.grammar.records import MessageRecord, Other, Record, Reply, SurfaceOp
+from foldlog.log.media import Resolver
 
 if TYPE_CHECKING:
     from foldlog.log.session import Session
@@ -169,6 +170,8 @@ def session_data(
     embed (a fork's own events start after its parent's); ``context``: the next request's
     breakdown (`foldlog.log.context.ContextBreakdown.to_dict`), drawn in the page's header."""
     events: list[dict[str, Any]] = session._core.events(0, len(session))
+    # images shown as they were sent: media references read back (one whose bytes are gone stays)
+    events = Resolver(session.media, session.id, keep_missing=True).resolve(events)
     tokenizer = session.tokenizer()
     own = session.token_counts()
     final = own if own is not None else session.plan_history().tokens()

@@ -1,0 +1,98 @@
+"""Checkpoints: a long session opens to ready in what its tail costs, not its length.
+
+A checkpoint (``<session>.jsonl.ckpt`` beside the log) holds what loading the log computes — the
+surface, the turn and compaction tracking, the events the surface reads — with the byte length
+it covers and a check of those bytes (the core: `foldlog_core::log::checkpoint`). It is written
+when a file-backed session is released and at the flush after a compaction; opening reads the
+checkpoint, checks it against the log, and parses only the events stored after it. The log
+opened so is *partial*: deriving, counting, planning, request bodies and appending use what it
+holds; anything that reads the whole log (its events, its bytes, its stats, a fork) reads the
+rest first, once. A checkpoint that does not match its log (edited, truncated, rewritten,
+another version, corrupt) is ignored with a `CheckpointIgnoredWarning` and the whole log is
+loaded. A checkpoint is a cache: failing to write one never fails the session
+(docs/retention.md, "Checkpoints").
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+from foldlog import _core as _native
+from foldlog.errors import CheckpointIgnoredWarning, FoldlogError
+
+log = logging.getLogger("foldlog.checkpoint")
+
+SUFFIX = ".ckpt"
+#: logs shorter than this load whole in a few milliseconds: no checkpoint is written for them
+MIN_EVENTS = 2_000
+
+
+def checkpoint_path(log_path: Path) -> Path:
+    """Where the checkpoint of the log at ``log_path`` is kept: beside it, ``.ckpt`` added."""
+    return log_path.with_name(log_path.name + SUFFIX)
+
+
+def restore(log_path: Path) -> tuple[_native.Log, dict[str, Any]] | None:
+    """The log at ``log_path`` restored from its checkpoint, with the events stored after it, as
+    ``(log, info)`` like `_native.Log.read_file`'s; ``None`` when there is no checkpoint or it is
+    not used (a warning when it does not match the log; a tail the checkpoint cannot read alone —
+    a torn or invalid last line — is left to the full load, which reports it)."""
+    ckpt = checkpoint_path(log_path)
+    try:
+        data = ckpt.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        warnings.warn(
+            CheckpointIgnoredWarning(f"{ckpt}: cannot read it ({exc}); loading the whole log"), stacklevel=3
+        )
+        return None
+    core, _tail, warn, reason = _native.checkpoint_restore(data, log_path)
+    if core is None:
+        if warn:
+            warnings.warn(CheckpointIgnoredWarning(f"{ckpt}: {reason}; loading the whole log"), stacklevel=3)
+        return None
+    size = log_path.stat().st_size
+    return core, {"torn": None, "valid_len": size, "missing_newline": False}
+
+
+def write(core: _native.Log, log_path: Path) -> bool:
+    """Write the checkpoint of ``core``, whose events are all stored at ``log_path`` (the caller
+    has just flushed), atomically (temp file, rename). Not fsynced: a checkpoint is a cache, and
+    one cut by a crash fails its own digest and is ignored. A log under `MIN_EVENTS` events and
+    a fork's log (whose history starts in its parent's file) get none. Returns whether one was
+    written; a failure is logged."""
+    header = core.header
+    parent = header.get("parent") if header else None
+    if len(core) < MIN_EVENTS or (isinstance(parent, dict) and parent.get("kind") == "fork"):
+        return False
+    ckpt = checkpoint_path(log_path)
+    tmp = ckpt.with_name(f"{ckpt.name}.{os.getpid()}.tmp")
+    try:
+        data = _native.checkpoint_encode(core, log_path)
+        if data is None:
+            return False
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds conversation lines
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, ckpt)
+    except (FoldlogError, OSError) as exc:
+        tmp.unlink(missing_ok=True)
+        log.warning("%s: no checkpoint written (%s)", log_path, exc)
+        return False
+    return True
+
+
+def remove(log_path: Path) -> None:
+    """Remove the checkpoint of the log at ``log_path`` (its log erased, rewritten or removed):
+    it holds lines of the log's events."""
+    checkpoint_path(log_path).unlink(missing_ok=True)
+
+
+def is_partial(core: _native.Log) -> bool:
+    """Whether ``core`` was restored from a checkpoint and has not read its whole log yet."""
+    return _native.checkpoint_partial(core)

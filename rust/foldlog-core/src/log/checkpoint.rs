@@ -1,0 +1,409 @@
+//! Checkpoints: the state a load computes, kept beside the log, so that opening a long session
+//! costs what its tail costs rather than its length (docs/log-format.md, "Checkpoints").
+//!
+//! A checkpoint holds the surface, the turn and compaction tracking, the rewrite version, and the
+//! lines of the events the ready log reads (the surface nodes, the calls their results name in
+//! `sourceEventSeqs`, and an open turn's events), with the byte length and event count of the
+//! log prefix it covers and a check of that prefix. A restored log holds those events and a
+//! placeholder in every other place of the prefix: it is *partial*. Deriving, counting, planning,
+//! building request bodies and appending read only the events it holds; anything else first
+//! completes it ([`complete`]): the covered prefix is read and checked in full, then the events
+//! appended since move onto it.
+//!
+//! The prefix check is sampled, so that it costs the same for any length: the covered length,
+//! the file's identity (device and inode: a log rewritten atomically — an erasure, a repair, a
+//! save over it — is a new file), a newline at the end of the prefix, and a digest of 4 KiB
+//! blocks: the first, the last (the end of the last line) and 30 spread evenly between. What it
+//! can miss: an edit in place (same file, same length) of bytes outside the sampled blocks. Such
+//! an edit is still found when the log is completed, which compares the events held with the
+//! prefix as read.
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use super::{EventLog, OpenTurn};
+use crate::error::{Error, Result};
+use crate::event::{Event, Header, SurfaceOp, FORMAT_VERSION};
+
+/// The version of the checkpoint's own layout.
+pub const CHECKPOINT_VERSION: u64 = 1;
+/// The core that wrote a checkpoint: another version may derive differently, so its checkpoints
+/// are not used.
+const CORE_VERSION: &str = env!("CARGO_PKG_VERSION");
+const BLOCK: u64 = 4096;
+const SPREAD: u64 = 30;
+/// What stands in the place of an event a partial log does not hold (never read: see the module).
+const PLACEHOLDER: &str =
+    r#"{"type":"assistant/chunk","seq":0,"time":-1,"data":{"checkpoint":"not loaded"}}"#;
+
+/// Where a partial log's prefix is stored, and how much of it the checkpoint covered.
+#[derive(Debug, Clone)]
+pub struct Prefix {
+    path: PathBuf,
+    bytes: u64,
+    events: usize,
+}
+
+/// Why a checkpoint was not used: `warn` when it does not match its log (edited, truncated,
+/// rewritten, another version, corrupt); a tail that cannot be read alone (torn, invalid) is
+/// left to the full load, which reports it.
+#[derive(Debug)]
+pub struct NotUsed {
+    pub warn: bool,
+    pub reason: String,
+}
+
+fn mismatch(reason: impl Into<String>) -> NotUsed {
+    NotUsed {
+        warn: true,
+        reason: reason.into(),
+    }
+}
+
+/// A 64-bit digest (multiply-rotate over 8-byte words): detects edits, not an adversary.
+fn digest(seed: u64, bytes: &[u8]) -> u64 {
+    let mix = |h: u64, w: u64| (h ^ w).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
+    let mut h = mix(seed, bytes.len() as u64);
+    let mut words = bytes.chunks_exact(8);
+    for w in &mut words {
+        h = mix(h, u64::from_le_bytes(w.try_into().expect("8 bytes")));
+    }
+    let mut last = [0u8; 8];
+    last[..words.remainder().len()].copy_from_slice(words.remainder());
+    mix(h, u64::from_le_bytes(last))
+}
+
+fn read_at(file: &File, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; len];
+    file.read_exact_at(&mut buf, offset)?;
+    Ok(buf)
+}
+
+/// The sampled check of `file[..len]` (see the module).
+fn prefix_check(file: &File, len: u64) -> std::io::Result<u64> {
+    let last = len.saturating_sub(BLOCK);
+    let mut offsets: Vec<u64> = (0..=SPREAD + 1).map(|i| last * i / (SPREAD + 1)).collect();
+    offsets.dedup();
+    let mut h = len;
+    for off in offsets {
+        let block = read_at(file, off, BLOCK.min(len - off) as usize)?;
+        h = digest(h ^ off, &block);
+    }
+    Ok(h)
+}
+
+fn io_err(path: &Path, e: std::io::Error) -> Error {
+    Error::storage_io(format!("checkpoint of {}: {e}", path.display()), &e)
+}
+
+/// The seqs a partial log must hold: the surface nodes, the events they name, and every event
+/// from an open turn's (or an open compaction's) start on.
+fn kept_seqs(log: &EventLog) -> BTreeSet<u64> {
+    let mut kept: BTreeSet<u64> = BTreeSet::new();
+    for &seq in log.surface.nodes() {
+        kept.insert(seq);
+        // a result's id and name may come from its call (the projection's rule); the sources of
+        // a fold's digest, every node it folded, are not read again
+        let ev = &log.events[seq as usize];
+        if ev.kind() == "tool/result" {
+            kept.extend(ev.sources().unwrap_or(&[]).iter().copied());
+        }
+    }
+    let open_start = log.open_turn.and_then(|_| {
+        log.events
+            .iter()
+            .rposition(|e| e.kind() == "turn/start")
+            .map(|i| i as u64)
+    });
+    let from = match (open_start, log.open_compaction) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    if let Some(from) = from {
+        kept.extend(from..log.next_seq());
+    }
+    kept
+}
+
+/// The checkpoint of `log`, stored in full at `path` (every event flushed, the file exactly
+/// the log's bytes: the writer calls this right after a flush). `None` for a log with no events.
+pub fn encode(log: &EventLog, path: &Path) -> Result<Option<Vec<u8>>> {
+    if log.is_empty() {
+        return Ok(None);
+    }
+    if log.flushed() != log.len() {
+        return Err(Error::storage(
+            "a checkpoint covers stored events only: flush first",
+        ));
+    }
+    let file = File::open(path).map_err(|e| io_err(path, e))?;
+    let meta = file.metadata().map_err(|e| io_err(path, e))?;
+    let len = meta.len();
+    // the file must end with the log's last event: anything else is not this log's bytes
+    let last = log.events.last().expect("not empty").line();
+    let want = format!("{last}\n");
+    if len < want.len() as u64
+        || read_at(&file, len - want.len() as u64, want.len()).map_err(|e| io_err(path, e))?
+            != want.as_bytes()
+    {
+        return Err(Error::storage(format!(
+            "{} does not end with the log's last event: no checkpoint written",
+            path.display()
+        )));
+    }
+    let check = prefix_check(&file, len).map_err(|e| io_err(path, e))?;
+    let kept = kept_seqs(log);
+    let mut body = Vec::new();
+    for &seq in &kept {
+        let line = log.events[seq as usize].line();
+        if line == PLACEHOLDER {
+            // a partial log lacks an event the checkpoint would need: the next whole load writes it
+            return Ok(None);
+        }
+        body.extend_from_slice(line.as_bytes());
+        body.push(b'\n');
+    }
+    let head = json!({
+        "checkpoint": CHECKPOINT_VERSION,
+        "format": FORMAT_VERSION,
+        "core": CORE_VERSION,
+        "bytes": len,
+        "events": log.len(),
+        "check": check.to_string(),
+        "dev": meta.dev().to_string(),
+        "ino": meta.ino().to_string(),
+        "header": log.header().map(|h| h.line.clone()),
+        "surface": log.surface.nodes(),
+        "rewriteVersion": log.rewrite_version,
+        "openTurn": log.open_turn.map(|t| json!([t.turn, t.step])),
+        "lastTurn": log.last_turn,
+        "openCompaction": log.open_compaction,
+        "kept": kept.iter().collect::<Vec<_>>(),
+        "body": digest(0, &body).to_string(),
+    });
+    let mut out = serde_json::to_vec(&head).expect("a Value serialises");
+    out.push(b'\n');
+    out.extend_from_slice(&body);
+    Ok(Some(out))
+}
+
+/// A log restored from a checkpoint, with its tail read.
+#[derive(Debug)]
+pub struct Restored {
+    pub log: EventLog,
+    /// Events read after the checkpoint.
+    pub tail: usize,
+}
+
+fn field<'a>(head: &'a Value, key: &str) -> std::result::Result<&'a Value, NotUsed> {
+    head.get(key)
+        .ok_or_else(|| mismatch(format!("checkpoint lacks {key:?}")))
+}
+
+fn u64_of(head: &Value, key: &str) -> std::result::Result<u64, NotUsed> {
+    let v = field(head, key)?;
+    v.as_u64()
+        .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+        .ok_or_else(|| mismatch(format!("checkpoint field {key:?} is not a number")))
+}
+
+fn seqs_of(head: &Value, key: &str) -> std::result::Result<Vec<u64>, NotUsed> {
+    field(head, key)?
+        .as_array()
+        .and_then(|a| a.iter().map(Value::as_u64).collect())
+        .ok_or_else(|| mismatch(format!("checkpoint field {key:?} is not a list of seqs")))
+}
+
+/// Restore the log at `path` from its checkpoint `data`, then read the events after it.
+pub fn restore(data: &[u8], path: &Path) -> std::result::Result<Restored, NotUsed> {
+    let split = memchr::memchr(b'\n', data).ok_or_else(|| mismatch("checkpoint is cut"))?;
+    let head: Value = serde_json::from_slice(&data[..split])
+        .map_err(|e| mismatch(format!("checkpoint is corrupt ({e})")))?;
+    let body = &data[split + 1..];
+    let version = (u64_of(&head, "checkpoint")?, u64_of(&head, "format")?);
+    let core = field(&head, "core")?.as_str().unwrap_or_default();
+    if version != (CHECKPOINT_VERSION, FORMAT_VERSION) || core != CORE_VERSION {
+        return Err(mismatch(format!(
+            "checkpoint from another version (checkpoint {}, format {}, foldlog {core}; this is \
+             {CHECKPOINT_VERSION}, {FORMAT_VERSION}, {CORE_VERSION})",
+            version.0, version.1
+        )));
+    }
+    if digest(0, body) != u64_of(&head, "body")? {
+        return Err(mismatch(
+            "checkpoint is corrupt (its events do not match their digest)",
+        ));
+    }
+    let file = File::open(path).map_err(|e| mismatch(format!("cannot read the log: {e}")))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| mismatch(format!("cannot read the log: {e}")))?;
+    let bytes = u64_of(&head, "bytes")?;
+    if (meta.dev(), meta.ino()) != (u64_of(&head, "dev")?, u64_of(&head, "ino")?) {
+        return Err(mismatch(
+            "the log was rewritten (a new file) since the checkpoint",
+        ));
+    }
+    if meta.len() < bytes {
+        return Err(mismatch(format!(
+            "the log is shorter ({} bytes) than the checkpoint covers ({bytes})",
+            meta.len()
+        )));
+    }
+    let check = prefix_check(&file, bytes).map_err(|e| mismatch(e.to_string()))?;
+    let ends_line = bytes > 0 && read_at(&file, bytes - 1, 1).is_ok_and(|b| b == b"\n");
+    if check != u64_of(&head, "check")? || !ends_line {
+        return Err(mismatch(
+            "the log's bytes differ from those the checkpoint covers",
+        ));
+    }
+    let mut log = build(&head, body, path, bytes)?;
+    let tail = read_tail(&mut log, &file, bytes, meta.len())?;
+    Ok(Restored { log, tail })
+}
+
+/// The partial log a checkpoint describes.
+fn build(
+    head: &Value,
+    body: &[u8],
+    path: &Path,
+    bytes: u64,
+) -> std::result::Result<EventLog, NotUsed> {
+    let header = match field(head, "header")?.as_str() {
+        Some(line) => Header::parse(line).ok().flatten(),
+        None => None,
+    };
+    let n = u64_of(head, "events")? as usize;
+    let kept = seqs_of(head, "kept")?;
+    let nodes = seqs_of(head, "surface")?;
+    let mut log = EventLog::new(header);
+    // not `reserve`: its huge-page advice makes the kernel compact memory on a fault, which for
+    // slots written once costs more than the faults it saves
+    log.events.reserve_exact(n);
+    let placeholder = Event::parse(PLACEHOLDER).expect("the placeholder parses");
+    log.events.extend(std::iter::repeat_n(placeholder, n));
+    let lines = body.split(|&b| b == b'\n').filter(|l| !l.is_empty());
+    let mut count = 0usize;
+    for (line, &seq) in lines.zip(&kept) {
+        let text = std::str::from_utf8(line).map_err(|_| mismatch("checkpoint is corrupt"))?;
+        let mut ev = Event::parse(text).map_err(|e| mismatch(format!("checkpoint: {e}")))?;
+        if ev.seq != seq || seq as usize >= n {
+            return Err(mismatch("checkpoint is corrupt (an event out of place)"));
+        }
+        log.fill_from_call(&mut ev);
+        log.events[seq as usize] = ev;
+        count += 1;
+    }
+    if count != kept.len() {
+        return Err(mismatch("checkpoint is corrupt (events missing)"));
+    }
+    let held: BTreeSet<u64> = kept.into_iter().collect();
+    for &node in &nodes {
+        if !held.contains(&node) {
+            return Err(mismatch(
+                "checkpoint is corrupt (a surface node it does not hold)",
+            ));
+        }
+        log.surface
+            .apply(node, &SurfaceOp::Append, &[])
+            .map_err(|e| mismatch(e.to_string()))?;
+    }
+    log.rewrite_version = u64_of(head, "rewriteVersion")?;
+    log.last_turn = u64_of(head, "lastTurn")?;
+    log.open_compaction = head.get("openCompaction").and_then(Value::as_u64);
+    log.open_turn = head
+        .get("openTurn")
+        .and_then(Value::as_array)
+        .map(|t| OpenTurn {
+            turn: t.first().and_then(Value::as_u64).unwrap_or(0),
+            step: t.get(1).and_then(Value::as_u64),
+        });
+    log.flushed = n;
+    log.partial = Some(Box::new(Prefix {
+        path: path.to_path_buf(),
+        bytes,
+        events: n,
+    }));
+    Ok(log)
+}
+
+/// Read the events stored after the checkpoint onto the partial log, under the log's rules.
+fn read_tail(
+    log: &mut EventLog,
+    file: &File,
+    from: u64,
+    to: u64,
+) -> std::result::Result<usize, NotUsed> {
+    let full = |why: String| NotUsed {
+        warn: false,
+        reason: why,
+    };
+    let tail = read_at(file, from, (to - from) as usize).map_err(|e| full(e.to_string()))?;
+    if !tail.is_empty() && tail.last() != Some(&b'\n') {
+        return Err(full("the log's last line is incomplete".into()));
+    }
+    let mut count = 0;
+    for raw in tail.split(|&b| b == b'\n') {
+        let line = crate::reader::trim_line(raw);
+        if line.is_empty() {
+            continue;
+        }
+        let text = std::str::from_utf8(line).map_err(|e| full(e.to_string()))?;
+        let ev = Event::parse(text).map_err(|e| full(e.to_string()))?;
+        log.push(ev).map_err(|e| full(e.to_string()))?;
+        count += 1;
+    }
+    log.flushed = log.len();
+    Ok(count)
+}
+
+/// Whether `log` is partial (restored from a checkpoint and not completed).
+pub fn is_partial(log: &EventLog) -> bool {
+    log.partial.is_some()
+}
+
+/// Read a partial log's whole prefix and make it a complete log: the events appended since the
+/// checkpoint move onto the prefix as read, under the log's rules. Fails (the log unchanged)
+/// when the stored prefix does not hold the events the partial log holds.
+pub fn complete(log: &mut EventLog) -> Result<()> {
+    let Some(prefix) = log.partial.as_deref() else {
+        return Ok(());
+    };
+    let file = File::open(&prefix.path).map_err(|e| io_err(&prefix.path, e))?;
+    let bytes = read_at(&file, 0, prefix.bytes as usize).map_err(|e| io_err(&prefix.path, e))?;
+    let loaded = crate::reader::read_stored(&bytes)?;
+    let changed = || {
+        Error::storage(format!(
+            "{} changed in its store since its checkpoint was read",
+            prefix.path.display()
+        ))
+    };
+    let mut full = loaded.log;
+    if loaded.torn.is_some() || full.len() != prefix.events {
+        return Err(changed());
+    }
+    let placeholder = Event::parse(PLACEHOLDER).expect("the placeholder parses");
+    let held_differ = log.events[..prefix.events]
+        .iter()
+        .zip(full.events())
+        .any(|(held, read)| held.line() != placeholder.line() && held.line() != read.line());
+    if held_differ {
+        return Err(changed());
+    }
+    for ev in &log.events[prefix.events..] {
+        full.push(ev.clone()).map_err(|_| changed())?;
+    }
+    if full.surface.nodes() != log.surface.nodes() || full.rewrite_version != log.rewrite_version {
+        return Err(changed());
+    }
+    full.flushed = log.flushed;
+    full.token_cache = log.token_cache.take();
+    *log = full;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

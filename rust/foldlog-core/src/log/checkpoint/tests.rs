@@ -1,0 +1,195 @@
+//! Checkpoints against real files: restored logs derive what full loads derive, a checkpoint
+//! that does not match its log is not used, and completing a partial log gives the full log.
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use super::*;
+use crate::log::Message;
+use crate::store::jsonl;
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("foldlog-ckpt-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("s.jsonl")
+}
+
+/// A log of `turns` user/assistant/tool exchanges, folded halfway, written to `path`.
+fn written(path: &Path, turns: u64) -> EventLog {
+    let header = Header::new("s", 0, &Value::Null, &Value::Null).unwrap();
+    let mut log = EventLog::new(Some(header));
+    let sys = json!({"role": "system", "content": "be brief"});
+    log.append("system/message", &sys, 0, Some(SurfaceOp::Append), None)
+        .unwrap();
+    for t in 0..turns {
+        let user = json!({"role": "user", "content": format!("question {t}")});
+        log.append("user/message", &user, 0, Some(SurfaceOp::Append), None)
+            .unwrap();
+        let call = json!({"role": "assistant", "content": "",
+            "tool_calls": [{"id": format!("c{t}"), "type": "function",
+                "function": {"name": "read", "arguments": "{}"}}]});
+        log.append(
+            "assistant/message",
+            &json!({"message": call}),
+            0,
+            Some(SurfaceOp::Append),
+            None,
+        )
+        .unwrap();
+        let a = log.next_seq() - 1;
+        let res = json!({"role": "tool", "tool_call_id": format!("c{t}"), "content": "ok"});
+        log.append(
+            "tool/result",
+            &json!({"message": res}),
+            0,
+            Some(SurfaceOp::Append),
+            Some(vec![a]),
+        )
+        .unwrap();
+        if t == turns / 2 {
+            let nodes = log.surface().nodes().to_vec();
+            let (start, end) = (nodes[1], nodes[nodes.len() - 1]);
+            let digest = json!({"role": "user", "content": "digest"});
+            let op = SurfaceOp::Fold {
+                start,
+                end,
+                keep: vec![],
+            };
+            log.append(
+                "user/message",
+                &digest,
+                0,
+                Some(op),
+                Some(nodes[1..].to_vec()),
+            )
+            .unwrap();
+        }
+    }
+    log.mark_flushed(log.len());
+    std::fs::write(path, jsonl::file_bytes(log.header(), log.events())).unwrap();
+    log
+}
+
+fn messages(log: &mut EventLog) -> Vec<Message> {
+    log.messages()
+}
+
+#[test]
+fn a_restored_log_derives_what_the_full_log_derives() {
+    let path = temp("same");
+    let mut log = written(&path, 40);
+    let ckpt = encode(&log, &path).unwrap().unwrap();
+    let restored = restore(&ckpt, &path).unwrap();
+    assert_eq!(restored.tail, 0);
+    let mut back = restored.log;
+    assert!(is_partial(&back));
+    assert_eq!(back.len(), log.len());
+    assert_eq!(messages(&mut back), messages(&mut log));
+    assert_eq!(back.surface().nodes(), log.surface().nodes());
+    assert_eq!(back.rewrite_version(), log.rewrite_version());
+}
+
+#[test]
+fn the_tail_after_a_checkpoint_is_read_under_the_rules() {
+    let path = temp("tail");
+    let mut log = written(&path, 10);
+    let ckpt = encode(&log, &path).unwrap().unwrap();
+    let more = json!({"role": "user", "content": "after the checkpoint"});
+    log.append("user/message", &more, 0, Some(SurfaceOp::Append), None)
+        .unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    std::io::Write::write_all(&mut f, jsonl::lines(log.pending()).as_slice()).unwrap();
+    log.mark_flushed(log.len());
+    let mut back = restore(&ckpt, &path).unwrap();
+    assert_eq!(back.tail, 1);
+    assert_eq!(messages(&mut back.log), messages(&mut log));
+    complete(&mut back.log).unwrap();
+    assert!(!is_partial(&back.log));
+    let lines = |l: &EventLog| {
+        l.events()
+            .iter()
+            .map(|e| e.line().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(lines(&back.log), lines(&log));
+    assert_eq!(messages(&mut back.log), messages(&mut log));
+}
+
+#[test]
+fn a_checkpoint_that_does_not_match_is_not_used() {
+    let path = temp("mismatch");
+    let log = written(&path, 10);
+    let ckpt = encode(&log, &path).unwrap().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    // edited in place, same length: "question 1" → "question X" (in a sampled block)
+    let at = bytes.windows(10).position(|w| w == b"question 1").unwrap() + 9;
+    let mut edited = bytes.clone();
+    edited[at] = b'X';
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .and_then(|f| f.write_all_at(&edited, 0))
+        .unwrap();
+    assert!(restore(&ckpt, &path).unwrap_err().warn);
+    // truncated
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .and_then(|f| {
+            f.write_all_at(&bytes, 0)
+                .and_then(|_| f.set_len(bytes.len() as u64 - 40))
+        })
+        .unwrap();
+    assert!(restore(&ckpt, &path).unwrap_err().warn);
+    // rewritten atomically with the same bytes: a new file
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, &bytes).unwrap();
+    std::fs::rename(&tmp, &path).unwrap();
+    let why = restore(&ckpt, &path).unwrap_err();
+    assert!(
+        why.warn && why.reason.contains("rewritten"),
+        "{}",
+        why.reason
+    );
+    // corrupt, and from another version
+    let ckpt = encode(&log, &path).unwrap().unwrap();
+    assert!(restore(&ckpt, &path).is_ok());
+    let mut corrupt = ckpt.clone();
+    let last = corrupt.len() - 3;
+    corrupt[last] ^= 1;
+    assert!(restore(&corrupt, &path).unwrap_err().warn);
+    let other = String::from_utf8(ckpt).unwrap().replacen(
+        &format!("\"core\":\"{CORE_VERSION}\""),
+        "\"core\":\"0.0.0\"",
+        1,
+    );
+    assert!(restore(other.as_bytes(), &path)
+        .unwrap_err()
+        .reason
+        .contains("another version"));
+}
+
+#[test]
+fn completing_a_log_whose_prefix_changed_fails_and_leaves_it_partial() {
+    let path = temp("complete");
+    let log = written(&path, 10);
+    let ckpt = encode(&log, &path).unwrap().unwrap();
+    let mut back = restore(&ckpt, &path).unwrap().log;
+    // the surface's last result changed in place, same length, after the checkpoint was read
+    let bytes = std::fs::read(&path).unwrap();
+    let at = bytes
+        .windows(13)
+        .rposition(|w| w == b"\"content\":\"ok")
+        .unwrap()
+        + 11;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .and_then(|f| f.write_all_at(b"OK", at as u64))
+        .unwrap();
+    assert!(complete(&mut back).is_err());
+    assert!(is_partial(&back));
+}
