@@ -56,10 +56,11 @@ def test_reader_recall_equals_survival_for_a_reader_that_reads_everything(tmp_pa
     assert row["judge_artifact_trail"] == 5.0 and row["judge_overall"] == pytest.approx(4.0)
     assert row["model_calls"] > 0 and row["model_cache_hits"] == 0
     assert (tmp_path / "r.jsonl.model-cache").is_dir()  # the cache beside the table
+    # the mechanical digest names the identifiers too ("Identifiers seen"): nothing lost
     [ident] = [s for s in report.summary["recall"] if s["category"] == "identifier"]
-    assert ident["recall_pct"] == 50.0 and ident["loss_points"] == 50.0 and ident["spread_points"] == 0.0
+    assert ident["recall_pct"] == 100.0 and ident["loss_points"] == 0.0 and ident["spread_points"] == 0.0
     text = table_text(report.summary)
-    assert "mechanical/identifier  recall 50%, baseline 100%, loss 50.0 points" in text
+    assert "mechanical/identifier  recall 100%, baseline 100%, loss 0.0 points" in text
     assert "judge scores (0-5):" in text and "artifact_trail 5.00" in text
     # a re-run into a new table sends nothing: every call is answered from the cache
     again = run_batch(
@@ -77,6 +78,30 @@ def test_reader_recall_equals_survival_for_a_reader_that_reads_everything(tmp_pa
     assert {k: v for k, v in row2.items() if k.startswith(("recall", "judge"))} == {
         k: v for k, v in row.items() if k.startswith(("recall", "judge"))
     }
+
+
+def test_the_loss_is_baseline_minus_recall_with_its_spread() -> None:
+    from foldlog.batch.summary import summarize
+
+    rows = [
+        {
+            "source": f"s{k}",
+            "error": None,
+            "window": 1,
+            "tail_tokens": 1,
+            "keep_policy": "none",
+            "recall_identifier": recall,
+            "recall_base_identifier": 1.0,
+            "recall_spread_identifier": spread,
+            "folded_cut": False,
+        }
+        for k, (recall, spread) in enumerate([(0.5, 0.0), (0.25, 0.5)])
+    ]
+    [s] = summarize("compact-eval", rows)["recall"]
+    assert s["measurable"] is True and s["recall_pct"] == 37.5 and s["loss_points"] == 62.5
+    assert s["spread_points"] == 25.0
+    text = table_text(summarize("compact-eval", rows))
+    assert "mechanical/identifier  recall 38%, baseline 100%, loss 62.5 points" in text
 
 
 def test_a_baseline_under_half_is_reported_as_not_measurable(tmp_path: Path) -> None:

@@ -66,3 +66,24 @@ def test_the_text_output_lists_the_forks_holding_copies(tmp_path: Path) -> None:
     proc = run_cli("log", "erase", "main", "--seq", "1", "--reason", "request 4", home=home)
     assert proc.returncode == 0, proc.stderr
     assert "fork copied holds its own copy of them: foldlog log erase copied --seq 1" in proc.stdout
+
+
+def test_the_cli_reports_the_media_it_removed(tmp_path: Path) -> None:
+    import base64
+    import os
+
+    home = tmp_path / "home"
+    folder = home / "sessions"
+    image = b"\x89PNG\r\n\x1a\n" + os.urandom(600)
+    url = "data:image/png;base64," + base64.b64encode(image).decode()
+    with Session.open(folder, "pics", system="sys") as s:
+        for text in ("one", "two"):
+            block = {"type": "image_url", "image_url": {"url": url}}
+            s.add({"role": "user", "content": [{"type": "text", "text": text}, block]})
+    proc = run_cli("log", "erase", "pics", "--seq", "1", "--reason", "r", "--json", home=home)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["media_removed"] == 0, "event #2 still references it"
+    last = run_cli("log", "erase", "pics", "--seq", "2", "--reason", "r", home=home)
+    assert last.returncode == 0, last.stderr
+    assert "removed 1 media file(s) no other event references" in last.stdout
+    assert [p.name for p in (folder / "media").iterdir()] == []

@@ -1,7 +1,10 @@
 """Tier 1 over a few corpus sessions: each session folded mechanically at the largest window
 that saves 50% (as `probe_corpus`), a few probes per category, read on the folded surface and on
 the unfolded baseline, ``R`` replicates. Only sessions whose *unfolded* surface fits the
-reader's window whole are read (else both surfaces would be cut to the same tail).
+reader's window whole are read (else both surfaces would be cut to the same tail); with
+``--prefixes`` each session is first cut to its longest prefix (whole events) whose unfolded
+surface fits the window — a real session as it stood earlier, so the reader sees all of it —
+and the prefixes with at least 3 scored probes are read.
 
 The reader is the packaged Gemma 3 270M (in process, its 8,192-token window), or with
 ``--gguf PATH`` any GGUF served by llama.cpp's OpenAI-compatible server with the chat template of
@@ -12,6 +15,8 @@ come from here (slow: minutes per session)::
     FOLDLOG_SHARED=../shared .venv/bin/python -m tests.compaction.reader_corpus [SESSIONS] [CAP] [R]
     FOLDLOG_SHARED=../shared .venv/bin/python -m tests.compaction.reader_corpus 3 8 3 \\
         --gguf "$(scripts/fetch-reader-model.sh)" --n-ctx 32768
+    FOLDLOG_SHARED=../shared .venv/bin/python -m tests.compaction.reader_corpus 4 3 3 \\
+        --gguf "$(scripts/fetch-reader-model.sh)" --n-ctx 8192 --prefixes --cache /tmp/reader-cache
 """
 
 from __future__ import annotations
@@ -32,7 +37,8 @@ from foldlog.compaction.probes import SCORED, probes_for_plan
 from foldlog.compaction.reader import Recall, read, surface_for_reader, transcript_budget
 from foldlog.compaction.settings import CompactionSettings
 from foldlog.compaction.summary import NoSummary
-from tests.compaction.probe_corpus import corpus_reports
+from tests.compaction.corpus_histories import imported_sessions
+from tests.compaction.probe_corpus import corpus_reports, fold_saving
 
 PER_PROMPT = 8
 #: the name the served GGUF is asked by (and cached under)
@@ -96,6 +102,45 @@ async def packaged_reader() -> AsyncIterator[Any]:
         await reader.aclose()
 
 
+def longest_prefix(s: Session, budget: int) -> Session | None:
+    """``s`` cut to its longest prefix of whole events whose surface, as the reader's
+    transcript, fits ``budget`` characters (``None`` under 10 events: nothing worth folding)."""
+    lines = s.to_bytes().split(b"\n")
+    head, events = lines[0], [line for line in lines[1:] if line]
+
+    def cut(k: int) -> Session:
+        return Session.from_bytes(b"\n".join([head, *events[:k]]) + b"\n")
+
+    def fits(k: int) -> bool:
+        return not surface_for_reader(cut(k).derive_messages(), budget)[1]
+
+    if fits(len(events)):
+        return cut(len(events))
+    lo, hi = 1, len(events)
+    while lo < hi:  # the longest k that fits (a surface only grows with its events)
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    return cut(lo) if lo > 10 else None
+
+
+def chosen_prefixes(sessions: int, window: int) -> list[tuple[str, Session, CompactionSettings]]:
+    """The first ``sessions`` corpus sessions whose longest prefix fitting ``window`` folds by
+    50% with at least 3 scored probes, as those prefixes."""
+    out: list[tuple[str, Session, CompactionSettings]] = []
+    budget = transcript_budget(window, PER_PROMPT)
+    for name, s in imported_sessions():
+        if len(out) == sessions:
+            break
+        if name.startswith("openai:") or any(name == n for n, _s, _c in out):
+            continue
+        cut = longest_prefix(s, budget)
+        found = fold_saving(cut, 0.5) if cut is not None else None
+        if cut is None or found is None or sum(p.category in SCORED for p in found[1].probes) < 3:
+            continue
+        out.append((name, cut, found[0]))
+    return out
+
+
 def chosen_sessions(sessions: int, window: int) -> list[tuple[str, Session, CompactionSettings]]:
     """The first ``sessions`` corpus sessions folding by 50% with a scored probe whose unfolded
     surface fits ``window`` whole (each once: the corpus holds one sub-agent file twice)."""
@@ -115,9 +160,13 @@ def chosen_sessions(sessions: int, window: int) -> list[tuple[str, Session, Comp
 
 
 async def read_all(
-    chosen: Sequence[tuple[str, Session, CompactionSettings]], reader: Any, cap: int, replicates: int
+    chosen: Sequence[tuple[str, Session, CompactionSettings]],
+    reader: Any,
+    cap: int,
+    replicates: int,
+    cache_dir: Path | None = None,
 ) -> None:
-    cache = ModelCache(None)
+    cache = ModelCache(cache_dir)
     asked: Counter[str] = Counter()
     right: Counter[str] = Counter()
     base_right: Counter[str] = Counter()
@@ -155,16 +204,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("replicates", nargs="?", type=int, default=3)
     parser.add_argument("--gguf", type=Path, help="a GGUF to serve as the reader (its own chat template)")
     parser.add_argument("--n-ctx", type=int, default=32_768, help="the served reader's window")
+    parser.add_argument("--prefixes", action="store_true", help="read sessions cut to fit the window")
+    parser.add_argument("--cache", type=Path, help="keep the reader's answers here (re-runs send nothing)")
     args = parser.parse_args(argv)
     window = args.n_ctx if args.gguf else 8_192
     started = time.monotonic()
-    chosen = chosen_sessions(args.sessions, window)  # folds (asyncio.run) before the reader's loop
+    choose = chosen_prefixes if args.prefixes else chosen_sessions
+    chosen = choose(args.sessions, window)  # folds (asyncio.run) before the reader's loop
     print(f"chose {len(chosen)} sessions in {time.monotonic() - started:.0f} s", flush=True)
 
     async def run() -> None:
         context = served_reader(args.gguf, args.n_ctx) if args.gguf else packaged_reader()
         async with context as reader:
-            await read_all(chosen, reader, args.cap, args.replicates)
+            await read_all(chosen, reader, args.cap, args.replicates, args.cache)
 
     asyncio.run(run())
 

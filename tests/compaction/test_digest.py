@@ -24,9 +24,11 @@ def _messages() -> list[Message]:
         ]
     }
     return [
-        user("Please fix the parser. You must never push to main.\nDon't touch the vendored files."),
+        user(
+            "Please fix the parser (PROJ-123). You must never push to main.\nDon't touch the vendored files."
+        ),
         call("1", "Read", {"file_path": "/repo/src/a.py"}),
-        result("1", "def a(): ..."),
+        result("1", "# last changed in 9f3c2ab\ndef a(): ..."),
         call("2", "Edit", {"file_path": ".\\src\\b.py", "old_string": "x", "new_string": "y"}),
         result("2", "ok"),
         call("3", "Bash", {"command": "pytest  -q\ntests"}),
@@ -70,7 +72,11 @@ EXPECTED = (
 
 ## Plan / todo state
 [in_progress] fix the parser
-[pending] run the tests"""
+[pending] run the tests
+
+## Identifiers seen (ids, URLs, versions, keys)
+- ticket key (user): PROJ-123
+- hex id (tool): 9f3c2ab"""
 )
 
 
@@ -120,7 +126,7 @@ def test_each_section_is_capped_to_its_latest_entries() -> None:
     )
     assert facts.files[0].path == "/repo/pkg/module_30.py"
     assert len(facts.commands) == dg.COMMANDS_CAP and facts.commands[0].command == "make step5"
-    assert facts.dropped == (30, 5, 0, 0, 0)
+    assert facts.dropped == (30, 5, 0, 0, 0, 0)
     text = dg.render("h", facts)
     assert "- … 30 earlier file(s) not listed" in text and "- … 5 earlier command(s) not listed" in text
     long = dg.clip("x" * (dg.CLIP_OVER + 1))
@@ -208,7 +214,7 @@ def test_an_earlier_digest_folded_again_is_carried_into_the_new_one() -> None:
         call("8", "Write", {"file_path": "src/b.py", "content": "x"}),
         result("8", "ok"),
         call("9", "Bash", {"command": "pytest -q tests"}),
-        result("9", "Exit code 0\n3 passed"),
+        result("9", "Exit code 0\n3 passed with pytest 3.1.4"),
         call("10", "Read", {"file_path": "/repo/src/c.py"}),
         result("10", "c"),
     ]
@@ -227,7 +233,10 @@ def test_an_earlier_digest_folded_again_is_carried_into_the_new_one() -> None:
     assert dg.ERRORS_TITLE not in text
     # the user's instructions and the plan are carried verbatim
     assert "- You must never push to main.\n- Don't touch the vendored files." in text
-    assert text.endswith(f"{dg.PLAN_TITLE}\n[in_progress] fix the parser\n[pending] run the tests")
+    assert f"{dg.PLAN_TITLE}\n[in_progress] fix the parser\n[pending] run the tests\n\n" in text
+    # and its identifiers, read back from their lines, with the later result's version after them
+    ids = "- ticket key (user): PROJ-123\n- hex id (tool): 9f3c2ab\n- version (tool): 3.1.4"
+    assert text.endswith(f"{dg.IDENTIFIERS_TITLE}\n{ids}")
     # a digest that is not folded is not read (it stays on the surface)
     kept = dg.mechanical_digest([Folded(0, 5, earlier, False, True), *surface(later)], 6, "x")
     assert "README.md" not in kept and "You must never" not in kept

@@ -114,6 +114,35 @@ def test_artifacts_from_arguments_patch_headers_and_plain_shell_operands() -> No
     assert found["src/a.rs"].seq == 40 and found["lib/x.py"].seq == 80
 
 
+def test_artifacts_from_other_agents_argument_names() -> None:
+    """Gemini CLI (``absolute_path``, ``paths``, ``replace``), OpenCode (``filePath``) and
+    Cursor-style tools (``create_file``, ``delete_file``) name their files too."""
+    probes = generate(
+        surface(
+            [
+                call("1", "read_file", {"absolute_path": "/w/app/main.go"}),
+                call("2", "read_many_files", {"paths": ["/w/app/a.go", "/w/app/b.go"]}),
+                call("3", "replace", {"file_path": "/w/app/c.go", "old_string": "a", "new_string": "b"}),
+                call("4", "edit", {"filePath": "/w/web/index.ts", "oldString": "a", "newString": "b"}),
+                call("5", "create_file", {"target_file": "docs/guide.md", "content": "x"}),
+                call("6", "delete_file", {"target_file": "tmp/old.log"}),
+            ]
+        )
+    )
+    found = {p.answers[0]: p.question for p in of(probes, "artifact")}
+    assert set(found) == {
+        "/w/app/main.go",
+        "/w/app/a.go",
+        "/w/app/b.go",
+        "/w/app/c.go",
+        "/w/web/index.ts",
+        "docs/guide.md",
+        "tmp/old.log",
+    }
+    assert "was read" in found["/w/app/a.go"] and "was edited" in found["/w/app/c.go"]
+    assert "was created" in found["docs/guide.md"] and "was deleted" in found["tmp/old.log"]
+
+
 def test_one_artifact_probe_per_file_evidenced_by_its_latest_folded_call() -> None:
     probes = generate(
         surface(
@@ -293,11 +322,9 @@ def test_probe_survival_folds_a_copy_and_scores_what_the_surface_keeps() -> None
     assert answers["error"] == ["pytest tests/test_alpha.py"]
     assert answers["constraint"] == ["You must never push to main."]
     assert set(answers["identifier"]) == {"PROJ-12", "123e4567-e89b-12d3-a456-426614174000"}
-    # the mechanical fold's structured digest names the files, the failing command and the
-    # instruction; of the identifiers only the UUID, which the error's first line carries
-    assert [p.answers[0] for p, ok in zip(report.probes, report.survived, strict=True) if not ok] == [
-        "PROJ-12"
-    ]
+    # the mechanical fold's structured digest names the files, the failing command, the
+    # instruction and the identifiers (the ticket key under "Identifiers seen")
+    assert [p.answers[0] for p, ok in zip(report.probes, report.survived, strict=True) if not ok] == []
     assert report.columns() == {
         "probes_artifact": 2,
         "survived_artifact": 2,
@@ -306,7 +333,7 @@ def test_probe_survival_folds_a_copy_and_scores_what_the_surface_keeps() -> None
         "probes_constraint": 1,
         "survived_constraint": 1,
         "probes_identifier": 2,
-        "survived_identifier": 1,
+        "survived_identifier": 2,
     }
     assert report.share("artifact") == 1.0 and report.share("decision") is None
     assert probe_survival(s, SETTINGS) == report  # deterministic

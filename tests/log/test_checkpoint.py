@@ -188,6 +188,77 @@ def test_a_damaged_checkpoint_is_ignored_with_a_warning(tmp_path: Path, damage: 
     _same_ready_state(_ignored(path), _full(path))
 
 
+def _bytes_read() -> int:
+    """Bytes this process has read from files so far (Linux: ``rchar`` of /proc/self/io)."""
+    with open("/proc/self/io", "rb") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(b"rchar:"))
+
+
+def _long_released(path: Path) -> None:
+    """A released session whose log is long (~4 MB of streamed chunks, off the surface) while
+    its checkpoint is small, then a turn stored after its checkpoint."""
+    s = Session.open(path, system="be brief")
+    for i in range(16):
+        s.append_event("assistant/chunk", {"text": f"{i} " + "x" * 256_000})
+    _turns(s, 0, 3)
+    s.release()
+    s.close()
+    s = Session.open(path)
+    _turns(s, 3, 1)
+    s.close()  # no release: the checkpoint covers the first 3 turns
+
+
+def test_opening_for_writing_from_a_checkpoint_reads_its_tail_not_the_whole_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from foldlog.stores.file import FileStoreWriter
+
+    path = tmp_path / "s.jsonl"
+    _long_released(path)
+    size = path.stat().st_size
+    whole_reads: list[Path] = []
+    read_log = FileStoreWriter.read_log
+
+    def spy(self: FileStoreWriter) -> bytes:
+        whole_reads.append(self.path)
+        return read_log(self)
+
+    monkeypatch.setattr(FileStoreWriter, "read_log", spy)
+    before = _bytes_read()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        s = Session.open(path)
+    read = _bytes_read() - before
+    assert whole_reads == [] and is_partial(s._core)
+    assert read < size // 4, f"{read} bytes read to open a log of {size}"
+    assert s.derive_messages()[-1]["content"] == "answer 3"
+    _turns(s, 4, 1)
+    s.close()
+    _same_ready_state(Session.load(path), _full(path))
+
+
+@pytest.mark.parametrize("damage", ["torn", "no newline"])
+def test_opening_for_writing_cuts_a_torn_tail_after_the_checkpoint(tmp_path: Path, damage: str) -> None:
+    path = tmp_path / "s.jsonl"
+    _long_released(path)
+    whole = path.read_bytes()
+    with open(path, "r+b") as f:
+        if damage == "torn":
+            f.seek(0, os.SEEK_END)
+            f.write(b'{"type":"user/mess')
+        else:
+            f.truncate(len(whole) - 1)  # the last event (after the checkpoint) without its newline
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # not a mismatch: no warning about the checkpoint
+        s = Session.open(path)
+    assert path.read_bytes() == whole  # the torn line cut, the newline put back
+    assert (s.torn_tail is not None) == (damage == "torn")
+    assert s.derive_messages()[-1]["content"] == "answer 3"
+    _turns(s, 4, 1)
+    s.close()
+    _same_ready_state(Session.load(path), _full(path))
+
+
 def test_a_torn_tail_after_the_checkpoint_is_left_to_the_full_load(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     _released(path)

@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from foldlog.providers import OpenAICompatible, Request, collect
-from foldlog.providers.http.openai_compat import _ssl_context
 from foldlog.providers.http.pool import LeanTransport, lean_pool_applies
+from foldlog.providers.http.replies import shared_ssl_context
 from tests.support.chat_server import chunk_obj, sse_lines
 from tests.support.http_server import Handler, LoopbackServer, Received
 
@@ -91,7 +91,7 @@ def test_a_request_waits_for_a_connection_then_times_out() -> None:
 
     async def main() -> None:
         async with LoopbackServer(answer, keep_alive=True) as srv:
-            transport = LeanTransport(max_connections=1, ssl_context=_ssl_context())
+            transport = LeanTransport(max_connections=1, ssl_context=shared_ssl_context())
             timeout = httpx.Timeout(5.0, pool=0.2)
             async with httpx.AsyncClient(transport=transport, timeout=timeout) as client:
                 url = srv.base_url + "/x"
@@ -115,7 +115,7 @@ def test_a_refused_connection_is_httpx_connect_error() -> None:
         port = s.getsockname()[1]  # bound, never listening: connecting is refused
 
         async def main() -> None:
-            transport = LeanTransport(max_connections=4, ssl_context=_ssl_context())
+            transport = LeanTransport(max_connections=4, ssl_context=shared_ssl_context())
             async with httpx.AsyncClient(transport=transport) as client:
                 with pytest.raises(httpx.ConnectError):
                     await client.get(f"http://127.0.0.1:{port}/")

@@ -367,7 +367,7 @@ class Agent(HookPoints, Resuming):
         )
         content = "".join(st.text)
         calls = st.calls if st.finish != "length" else []
-        cost = self.meter.price(st.usage) if st.usage is not None else None
+        cost = self.meter.price(st.usage, self._requests.model) if st.usage is not None else None
         rec.reply(t.turn, t.step, st, content, calls, cost.to_log() if cost is not None else None)
         if st.usage is not None:
             self._report_usage(st.usage, cost.total if cost is not None else None)

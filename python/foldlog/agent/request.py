@@ -62,6 +62,13 @@ class Requests:
         self._header_model: Any = _UNSET
         self._header_params: dict[str, Any] = {}
 
+    @property
+    def model(self) -> str | None:
+        """The model the latest request named (what its ``request/header`` says, read as the
+        log's reader reads it: a model that is not a string is unknown)."""
+        model = self._header_model
+        return model if isinstance(model, str) else None
+
     def log_header(self, recorder: StepRecorder, params: Params, tools: Sequence[Mapping[str, Any]]) -> None:
         """Log ``request/header`` when the model, the tools or the params changed."""
         header = params.header()

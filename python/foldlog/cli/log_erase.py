@@ -70,12 +70,15 @@ def cmd_erase(args: argparse.Namespace) -> int:
             "erasure_seq": done.seq,
             "reason": done.reason,
             "at": done.at,
+            "media_removed": done.media_removed,
             "forks_holding": [{"id": fork, "seqs": seqs} for fork, seqs in copies],
         }
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return EXIT_OK
     shown = ", ".join(f"#{s}" for s in done.seqs)
     print(f"{path}: erased event(s) {shown}; recorded as event #{done.seq} ({done.reason})")
+    if done.media_removed:
+        print(f"  removed {done.media_removed} media file(s) no other event references")
     for fork, seqs in copies:
         held = " ".join(f"--seq {s}" for s in seqs)
         print(f"  fork {fork} holds its own copy of them: foldlog log erase {fork} {held} --reason …")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import threading
+import time
 from typing import Any
 
 from foldlog.cli.common import config_from_args, session_path
@@ -53,20 +53,24 @@ def cmd_tail(args: argparse.Namespace) -> int:
     if args.interval <= 0:
         raise UsageError(f"--interval {args.interval}: must be more than 0")
     path = session_path(args.session, config_from_args(args))
-    follower = LogFollower(path)
-    if args.from_seq is not None and args.from_seq > follower.next_seq:
-        _beyond_the_end(path, args.from_seq, follower.next_seq, args.follow)
-    start = args.from_seq if args.from_seq is not None else follower.next_seq - args.lines
-    stop = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # SIGTERM ends a follow cleanly. The handler only appends to a list: setting a
+    # threading.Event from a signal handler deadlocks when the signal lands while the main
+    # thread holds the Event's lock inside its own wait(). It is installed before anything is
+    # said on stderr, so a caller that signals on seeing "waiting for seq" is always heard.
+    stopping: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
     try:
+        follower = LogFollower(path)
+        if args.from_seq is not None and args.from_seq > follower.next_seq:
+            _beyond_the_end(path, args.from_seq, follower.next_seq, args.follow)
+        start = args.from_seq if args.from_seq is not None else follower.next_seq - args.lines
         _write(follower.stored(start))
-        while args.follow and not stop.is_set():
+        while args.follow and not stopping:
             lines = follower.poll()
             if args.from_seq is not None:
                 lines = [ln for ln in lines if _after(ln, args.from_seq)]
             _write(lines)
-            stop.wait(args.interval)
+            _pause(args.interval, stopping)
     except KeyboardInterrupt:
         pass
     except BrokenPipeError:
@@ -74,6 +78,13 @@ def cmd_tail(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     return EXIT_OK
+
+
+def _pause(seconds: float, stopping: list[int]) -> None:
+    """Sleep ``seconds`` in short naps, waking early once SIGTERM was heard."""
+    end = time.monotonic() + seconds
+    while not stopping and (left := end - time.monotonic()) > 0:
+        time.sleep(min(left, 0.05))
 
 
 def _beyond_the_end(path: object, from_seq: int, count: int, follow: bool) -> None:

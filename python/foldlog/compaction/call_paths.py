@@ -10,9 +10,21 @@ import shlex
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-#: argument names that hold a file path across Claude Code, Codex, OpenHands, SWE-agent and
+#: argument names that hold a file path (or a list of them) across Claude Code, Codex, OpenHands,
+#: SWE-agent, Gemini CLI (``absolute_path``, ``paths``), OpenCode (``filePath``), Cursor and
 #: foldlog's own tools
-PATH_KEYS = ("file_path", "path", "filename", "notebook_path", "filepath", "file", "target_file")
+PATH_KEYS = (
+    "file_path",
+    "path",
+    "filename",
+    "notebook_path",
+    "filepath",
+    "filePath",
+    "absolute_path",
+    "file",
+    "target_file",
+    "paths",
+)
 #: tools whose ``path`` is a search scope, not a file touched
 SEARCH_TOOLS = frozenset({"glob", "grep", "ls", "list_dir", "list_files", "search", "find", "search_files"})
 SHELL_KEYS = ("command", "cmd")
@@ -31,6 +43,11 @@ TOOL_VERBS = {
     "write": "created",
     "write_file": "created",
     "create": "created",
+    "create_file": "created",
+    "delete_file": "deleted",
+    "read_many_files": "read",
+    "replace": "edited",
+    "apply_patch": "edited",
     "edit": "edited",
     "edit_file": "edited",
     "multiedit": "edited",

@@ -22,11 +22,13 @@ from foldlog.compaction.facts import (
     ErrorFact,
     FileFact,
     Folded,
+    IdentifierFact,
     PlanFact,
     call_subject,
     commands_run,
     constraints,
     files_touched,
+    identifiers_found,
     last_plan,
     normalize_path,
     path_answers,
@@ -35,7 +37,7 @@ from foldlog.compaction.facts import (
 )
 from foldlog.log.text import message_text
 
-_Fact = TypeVar("_Fact", FileFact, CommandFact, ErrorFact, ConstraintFact)
+_Fact = TypeVar("_Fact", FileFact, CommandFact, ErrorFact, ConstraintFact, IdentifierFact)
 
 #: entries kept per section, the latest first (files and constraints match the probes' cap)
 FILES_CAP = 50
@@ -43,6 +45,9 @@ COMMANDS_CAP = 15
 ERRORS_CAP = 20
 CONSTRAINTS_CAP = 50
 PLAN_ITEMS_CAP = 30
+#: identifiers (ids, URLs, versions, ticket keys, constant names) of user turns and tool results:
+#: what summaries lose first ("Lost in compaction"), and short, so many fit
+IDENTIFIERS_CAP = 50
 #: a command longer than this is written as its first `CLIP_TO` characters and "…" (the rule of
 #: the error probes' answers)
 CLIP_OVER = 200
@@ -53,6 +58,7 @@ COMMANDS_TITLE = "## Commands run (latest last)"
 ERRORS_TITLE = "## Unresolved errors (not run successfully later)"
 SAID_TITLE = "## The user's instructions (verbatim)"
 PLAN_TITLE = "## Plan / todo state"
+IDENTIFIERS_TITLE = "## Identifiers seen (ids, URLs, versions, keys)"
 #: the digest's size in characters: at most a quarter of the folded messages' characters, within
 #: these bounds (entries are dropped, least important and oldest first, until it fits)
 MAX_CHARS = 16_000
@@ -68,12 +74,16 @@ class DigestFacts:
     errors: tuple[ErrorFact, ...]
     constraints: tuple[ConstraintFact, ...]
     plan: tuple[str, ...]  # the folded plan's lines; empty when it is not folded (or none)
-    #: entries not listed, per section (files, commands, errors, instructions, plan items)
-    dropped: tuple[int, ...] = (0, 0, 0, 0, 0)
+    identifiers: tuple[IdentifierFact, ...] = ()
+    #: entries not listed, per section (files, commands, errors, instructions, plan items,
+    #: identifiers)
+    dropped: tuple[int, ...] = (0, 0, 0, 0, 0, 0)
 
     @property
     def empty(self) -> bool:
-        return not (self.files or self.commands or self.errors or self.constraints or self.plan)
+        return not (
+            self.files or self.commands or self.errors or self.constraints or self.plan or self.identifiers
+        )
 
 
 def digest_facts(surface: Sequence[Folded]) -> DigestFacts:
@@ -89,18 +99,21 @@ def digest_facts(surface: Sequence[Folded]) -> DigestFacts:
     commands = _latest([*old.commands, *commands_run(surface)], lambda c: clip(c.command).lower())
     errors = _latest([*old.errors, *unresolved_errors(surface)], lambda e: e.subject.lower())
     said = _latest([*old.constraints, *constraints(surface)], lambda c: c.text.lower())
+    ids = _latest([*old.identifiers, *identifiers_found(surface)], lambda i: i.value.lower())
     return DigestFacts(
         tuple(files[-FILES_CAP:]),
         tuple(commands[-COMMANDS_CAP:]),
         tuple(errors[-ERRORS_CAP:]),
         tuple(said[-CONSTRAINTS_CAP:]),
         lines[:PLAN_ITEMS_CAP],
+        tuple(ids[-IDENTIFIERS_CAP:]),
         (
             max(len(files) - FILES_CAP, 0),
             max(len(commands) - COMMANDS_CAP, 0),
             max(len(errors) - ERRORS_CAP, 0),
             max(len(said) - CONSTRAINTS_CAP, 0),
             max(len(lines) - PLAN_ITEMS_CAP, 0),
+            max(len(ids) - IDENTIFIERS_CAP, 0),
         ),
     )
 
@@ -117,6 +130,7 @@ def _latest(facts: Sequence[_Fact], key: Callable[[_Fact], str]) -> list[_Fact]:
 _FILE_LINE = re.compile(r"^- (\w+): (.+)$")
 _COMMAND_LINE = re.compile(r"^- \[([^\]]+)\] (.+)$")
 _ERROR_LINE = re.compile(r"^- ([^:]+): (.+?)(?: — (.*))?$")
+_IDENTIFIER_LINE = re.compile(r"^- ([\w ]+) \((user|tool)\): (.+)$")
 
 
 def carried(surface: Sequence[Folded]) -> DigestFacts:
@@ -127,6 +141,7 @@ def carried(surface: Sequence[Folded]) -> DigestFacts:
     commands: list[CommandFact] = []
     errors: list[ErrorFact] = []
     said: list[ConstraintFact] = []
+    ids: list[IdentifierFact] = []
     plan: tuple[str, ...] = ()
     for m in surface:
         if not (m.folded and m.digest):
@@ -149,6 +164,9 @@ def carried(surface: Sequence[Folded]) -> DigestFacts:
                 errors.append(ErrorFact(m.seq, hit.group(1), hit.group(2), hit.group(3) or ""))
             if section == SAID_TITLE and line.startswith("- "):
                 said.append(ConstraintFact(m.seq, line[2:]))
+            hit = _IDENTIFIER_LINE.match(line) if section == IDENTIFIERS_TITLE else None
+            if hit:
+                ids.append(IdentifierFact(m.seq, hit.group(1), hit.group(3), hit.group(2) == "user"))
             if section == PLAN_TITLE:
                 steps.append(line)
         plan = tuple(steps) or plan
@@ -158,7 +176,7 @@ def carried(surface: Sequence[Folded]) -> DigestFacts:
     errors = [
         e for e in errors if not any(seq > e.seq and subject == e.subject.lower() for seq, subject in fixed)
     ]
-    return DigestFacts(tuple(files), tuple(commands), tuple(errors), tuple(said), plan)
+    return DigestFacts(tuple(files), tuple(commands), tuple(errors), tuple(said), plan, tuple(ids))
 
 
 def clip(text: str) -> str:
@@ -173,7 +191,7 @@ def _more(n: int, what: str) -> list[str]:
 
 def render(header: str, facts: DigestFacts) -> str:
     """The digest text: ``header``, then one ``##`` section per non-empty kind of fact."""
-    d_files, d_commands, d_errors, d_said, d_plan = facts.dropped
+    d_files, d_commands, d_errors, d_said, d_plan, d_ids = facts.dropped
     out = [header.strip()]
     if facts.files or d_files:
         out += ["", FILES_TITLE, *_more(d_files, "file(s)")]
@@ -193,6 +211,9 @@ def render(header: str, facts: DigestFacts) -> str:
     if facts.plan or d_plan:
         out += ["", PLAN_TITLE, *facts.plan]
         out += [f"- … {d_plan} more item(s) not listed"] if d_plan else []
+    if facts.identifiers or d_ids:
+        out += ["", IDENTIFIERS_TITLE, *_more(d_ids, "identifier(s)")]
+        out += [f"- {i.kind} ({'user' if i.by_user else 'tool'}): {i.value}" for i in facts.identifiers]
     return "\n".join(out)
 
 
@@ -210,7 +231,8 @@ def budget(surface: Sequence[Folded]) -> int:
 
 def fit(header: str, facts: DigestFacts, max_chars: int) -> str:
     """`render`, dropping entries until the text is at most ``max_chars``: commands first, then
-    files, plan items, errors and instructions, the oldest of each first (counted as not listed)."""
+    identifiers, files, plan items, errors and instructions, the oldest of each first (counted as
+    not listed)."""
     text = render(header, facts)
     while len(text) > max_chars and not facts.empty:
         facts = _drop_one(facts)
@@ -223,6 +245,9 @@ def _drop_one(f: DigestFacts) -> DigestFacts:
     if f.commands:
         d[1] += 1
         return replace(f, commands=f.commands[1:], dropped=tuple(d))
+    if f.identifiers:
+        d[5] += 1
+        return replace(f, identifiers=f.identifiers[1:], dropped=tuple(d))
     if f.files:
         d[0] += 1
         return replace(f, files=f.files[1:], dropped=tuple(d))
@@ -254,6 +279,7 @@ def missing(text: str, facts: DigestFacts) -> DigestFacts:
         tuple(e for e in facts.errors if not present(e.subject, hay)),
         tuple(c for c in facts.constraints if not present(c.text, hay)),
         tuple(line for line in facts.plan if not present(line, hay)),
+        tuple(i for i in facts.identifiers if not present(i.value, hay)),
     )
 
 
@@ -290,6 +316,7 @@ __all__ = [
     "CONSTRAINTS_CAP",
     "ERRORS_CAP",
     "FILES_CAP",
+    "IDENTIFIERS_CAP",
     "LEFT_OUT",
     "MAX_CHARS",
     "MIN_CHARS",

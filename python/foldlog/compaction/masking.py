@@ -1,6 +1,7 @@
 """Observation masking (the ``mask`` and ``hybrid`` strategies, docs/compaction.md): every tool
 result before the planner's tail is replaced on the surface by a stub naming the call, its size
-and its seq in the log (and, for a failed result, its first line); the calls stay. Each stub is a
+and its seq in the log (and, for a failed result, its first line; the first identifiers it
+held); the calls stay. Each stub is a
 ``tool/result`` event with the surface op ``{"op": "mask", "seq": S}`` (docs/log-format.md,
 "mask"): the core checks and replays it, and writes the stub's text (`foldlog._core.mask_stub`);
 what counts as failed is the error probes' rule (`facts.is_error_result`), not a second one.
@@ -8,7 +9,7 @@ what counts as failed is the error probes' rule (`facts.is_error_result`), not a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -76,7 +77,10 @@ def plan_masks(session: Session, planned: CompactionPreview, model: str | None, 
         # a failed result's stub keeps what failed (the error probes' rule, `facts`): masking
         # hides a result's bulk, never that the call failed or how
         failure = facts.error_line(m) if facts.is_error_result(m) else None
-        stub = _core.mask_stub(name, args, int(tokens[i]), seq, failure)
+        # and the identifiers it held, the latest mentions first (the identifier probes' rule):
+        # what a later step asks for by name, and what a fold loses first
+        ids = _latest_distinct(value for _kind, value in reversed(facts.identifiers(text)))
+        stub = _core.mask_stub(name, args, int(tokens[i]), seq, failure, ids)
         message: dict[str, Any] = {"role": "tool", "content": stub}
         if call_id:
             message["toolCallId"] = call_id
@@ -90,6 +94,16 @@ def plan_masks(session: Session, planned: CompactionPreview, model: str | None, 
         saved += int(tokens[i]) - stub_tokens
         events.append(masked_result(seq, session.events[seq]["data"], message, int(tokens[i])))
     return Masks(tuple(events), saved)
+
+
+def _latest_distinct(values: Iterable[str]) -> list[str]:
+    seen: set[str] = set()
+    out: list[str] = []
+    for v in values:
+        if v.lower() not in seen:
+            seen.add(v.lower())
+            out.append(v)
+    return out
 
 
 __all__ = ["MASKED_PREFIX", "Masks", "plan_masks"]

@@ -124,7 +124,7 @@ class AgentMeter:
                     self.ledger.feed(events[i])
             self.ledger.seen = n
         elif start < n:
-            for ev in events[start:n]:
+            for ev in events.plain(start, n):  # read once: no frozen copies
                 self.ledger.feed(ev)
         return self.ledger
 
@@ -133,9 +133,11 @@ class AgentMeter:
         """The session's spending so far (sub-agents included)."""
         return self.sync().session
 
-    def price(self, usage: Usage) -> Cost | None:
-        """The cost of a reply to the request just made (with the model its header named)."""
-        model = self.sync().model
+    def price(self, usage: Usage, model: str | None) -> Cost | None:
+        """The cost of a reply to the request just made with ``model`` (the model its
+        ``request/header`` named, which the agent passes). Reads nothing of the log: the ledger is
+        brought up to date only where its totals are read (`over` with a limit, `spend`,
+        `remaining`), so a step without limits decodes none of its events."""
         cost = price_request(usage, model, provider=self.provider, prices=self.prices)
         if cost is not None:
             self.currency = cost.currency

@@ -19,10 +19,13 @@ import logging
 import os
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from foldlog import _core as _native
 from foldlog.errors import CheckpointIgnoredWarning, FoldlogError
+
+if TYPE_CHECKING:
+    from foldlog.stores.base import StoreWriterBase
 
 log = logging.getLogger("foldlog.checkpoint")
 
@@ -36,7 +39,7 @@ def checkpoint_path(log_path: Path) -> Path:
     return log_path.with_name(log_path.name + SUFFIX)
 
 
-def restore(log_path: Path) -> tuple[_native.Log, dict[str, Any]] | None:
+def restore(log_path: Path, *, stacklevel: int = 3) -> tuple[_native.Log, dict[str, Any]] | None:
     """The log at ``log_path`` restored from its checkpoint, with the events stored after it, as
     ``(log, info)`` like `_native.Log.read_file`'s; ``None`` when there is no checkpoint or it is
     not used (a warning when it does not match the log; a tail the checkpoint cannot read alone —
@@ -48,16 +51,40 @@ def restore(log_path: Path) -> tuple[_native.Log, dict[str, Any]] | None:
         return None
     except OSError as exc:
         warnings.warn(
-            CheckpointIgnoredWarning(f"{ckpt}: cannot read it ({exc}); loading the whole log"), stacklevel=3
+            CheckpointIgnoredWarning(f"{ckpt}: cannot read it ({exc}); loading the whole log"),
+            stacklevel=stacklevel,
         )
         return None
     core, _tail, warn, reason = _native.checkpoint_restore(data, log_path)
     if core is None:
         if warn:
-            warnings.warn(CheckpointIgnoredWarning(f"{ckpt}: {reason}; loading the whole log"), stacklevel=3)
+            warnings.warn(
+                CheckpointIgnoredWarning(f"{ckpt}: {reason}; loading the whole log"), stacklevel=stacklevel
+            )
         return None
     size = log_path.stat().st_size
     return core, {"torn": None, "valid_len": size, "missing_newline": False}
+
+
+def read_for_writer(
+    writer: StoreWriterBase, path: Path | None, source: str
+) -> tuple[_native.Log, dict[str, Any], int]:
+    """The stored log ``writer`` continues, as ``(log, info, shift)``: ``info`` as `restore` and
+    `_native.Log.parse` give it, ``shift`` what maps its offsets back to the file (see
+    `foldlog.log.forks.resolve_bytes`). A file log with a checkpoint that matches it reads only the
+    events after the checkpoint, never the whole file (its tail torn or without its newline: the
+    checkpoint is not used, and the whole log is read and parsed, which reports it); any other
+    log is read whole under the writer's lock, a fork with its parent's events."""
+    restored = restore(path, stacklevel=4) if path is not None else None
+    if restored is not None:
+        return (*restored, 0)
+    data, shift = writer.read_log(), 0
+    if path is not None:
+        from foldlog.log.forks import resolve_bytes
+
+        data, shift = resolve_bytes(path, data)  # a fork reads its parent's log too
+    core, info = _native.Log.parse(data, source)
+    return core, info, shift
 
 
 def write(core: _native.Log, log_path: Path) -> bool:

@@ -69,13 +69,15 @@ _KEEP: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True, slots=True)
 class Erased:
-    """What `Session.erase` did: the erased ``seqs``, the erasure event's ``seq``, the ``reason``
-    and when (``at``, epoch ms)."""
+    """What `Session.erase` did: the erased ``seqs``, the erasure event's ``seq``, the ``reason``,
+    when (``at``, epoch ms) and how many media blobs went with the events (``media_removed``:
+    those no other event of the store references, `foldlog.stores.media_erase`)."""
 
     seqs: tuple[int, ...]
     seq: int
     reason: str
     at: int
+    media_removed: int = 0
 
 
 # --- the tombstone -------------------------------------------------------------------------------
@@ -247,16 +249,20 @@ def erase(session: Session, seqs: Iterable[int], reason: str) -> Erased:
         seq = _erasure_appender(fresh, at).erasure(wanted, reason, at)
         line = fresh.event_lines(seq, seq + 1)
         writer = session._writer
+        removed = 0
         if writer is not None:
             if writer.path is not None:
                 # its checkpoint holds lines of the erased events: gone before the log is
                 # rewritten, so no crash leaves it beside the erased log
                 checkpoint.remove(writer.path)
-            writer.erase(tombstones, line, seq)
+            # the store also removes the media only the erased events referenced (a writer
+            # written before that returns None)
+            removed = writer.erase(tombstones, line, seq) or 0
         _native.mark_flushed(fresh, len(fresh))
         session._adopt(fresh)
+        session.media_cache = type(session.media_cache)()  # it may hold the erased bytes
     session.stream.committed(seq)
-    return Erased(wanted, seq, reason, at)
+    return Erased(wanted, seq, reason, at, removed)
 
 
 def forks_holding(

@@ -10,7 +10,9 @@ parent's event lines ``0..N`` (read through the parent's own reference when the 
 too), then the fork's lines.
 
 A fork into a store without files (PostgreSQL) or of a session kept in memory copies the events
-up to ``N`` instead, and its header has no ``log``.
+up to ``N`` instead, and its header has no ``log``. The copy's media references are read where
+the parent's are: a fork in memory reads its parent's media store, a fork copied into a file
+gets the media it references stored beside that file.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from foldlog.errors import ForkError, ParentLogError
 
 if TYPE_CHECKING:
     from foldlog.log.session import Session
+    from foldlog.stores.media import MediaStore
 
 #: the longest chain of fork references a load follows (a fork of a fork of … a session)
 MAX_FORK_DEPTH = 32
@@ -191,7 +194,7 @@ def fork_session(
             return fork_file(session.path, at, path, session_id=session_id)
         at = check_fork_point(at_seq, stored, source)
         lines = session._core.event_lines(0, at + 1)
-        store = session._store
+        store, media = session._store, session.media
     sid = session_id or (Path(path).stem if path is not None else new_session_id())
     link = fork_link(session.id, at)
     if store is not None and path is None:
@@ -204,12 +207,27 @@ def fork_session(
         return Session.open(store, sid)
     data = header_line(sid, None, link) + b"\n" + lines
     if path is None:
-        return Session.from_bytes(data, source=sid)
+        fork = Session.from_bytes(data, source=sid)
+        fork.media = media  # its references are the parent's (appends stay inline, in memory)
+        return fork
     target = Path(path)
     if target.exists():
         raise ForkError(f"{target} exists: a fork starts a new session")
+    if media is not None:
+        _store_media_beside(target, lines, media)
     _native.write_file(target, data)
     return Session.open(target)
+
+
+def _store_media_beside(target: Path, lines: bytes, media: MediaStore) -> None:
+    """The media that ``lines`` reference, stored in the media store beside ``target`` (where
+    the fork, a file, reads them) unless they are there already."""
+    from foldlog.stores.media import FileMediaStore, referenced_hashes
+
+    beside = FileMediaStore.beside(target)
+    for sha in sorted(referenced_hashes(lines)):
+        if not beside.path_for(sha).exists():
+            beside.put(media.get(sha))
 
 
 def parent_id(header: Mapping[str, Any] | None) -> str | None:

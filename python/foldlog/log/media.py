@@ -14,8 +14,9 @@ attachments) sees it as before.
   store, before the core checks and records the event; `extract_log` does it to a log's bytes on
   import). The bytes are stored first: an event never references bytes that are not stored.
 - `resolve` puts the data back, reading the bytes only then: the session's ``wire_request``
-  (what a request body is made of: `resolve_wire`) and exports (`inline_session`). A reference
-  whose bytes are gone raises `MissingMediaError` naming the hash and the session.
+  (what a request body is made of: `foldlog.log.media_wire.resolve_wire`, which keeps what it
+  resolved for the session's next requests) and exports (`inline_session`). A reference whose
+  bytes are gone raises `MissingMediaError` naming the hash and the session.
 - `foldlog.stores.media.referenced_hashes` lists the hashes a log's bytes reference (retention
   removes the media no log references: `foldlog.stores.retention.remove_unreferenced_media`).
 
@@ -38,8 +39,8 @@ from foldlog.log.frozen import FrozenList, MessageSequence, freeze, thaw
 from foldlog.stores.media import REF_PREFIX, MediaStore
 
 if TYPE_CHECKING:
+    from foldlog.log.media_wire import MediaCache
     from foldlog.log.session import Session
-    from foldlog.log.wire import WireMessages
 
 #: where each block type that can carry base64 data holds it, and whether it is a data URL
 _PAYLOAD: dict[str, tuple[str, str, bool]] = {
@@ -174,19 +175,34 @@ def extract_log(data: bytes, store: MediaStore) -> bytes:
     return b"\n".join(lines)
 
 
+def message_key(message: Mapping[str, Any]) -> bytes:
+    """What a message is, as a cache key: its JSON in the reference form (small: no media data).
+    What it resolves to, and how a style writes that, depend on this alone."""
+    return _core.encode_json(message)
+
+
 @dataclass(slots=True)
 class Resolver:
-    """Puts the data back into references, reading each content once per resolver."""
+    """Puts the data back into references, reading each content once per resolver (and once
+    per session for the resolvers of its requests, which share its `MediaCache`)."""
 
     store: MediaStore | None
     session: str
     #: leave a reference whose bytes are gone as it is (the viewer shows what it can)
     keep_missing: bool = False
+    #: what earlier resolvers of the session resolved (contents by hash, resolved messages)
+    shared: MediaCache | None = None
     _encoded: dict[str, str] | None = None
+    #: characters put in so far (what a resolved message costs the cache beyond its key)
+    _added: int = 0
 
     def encoded(self, sha: str) -> str:
         cache = self._encoded if self._encoded is not None else {}
         self._encoded = cache
+        if sha not in cache and self.shared is not None:
+            kept = self.shared.get(("content", sha))
+            if isinstance(kept, str):
+                cache[sha] = kept
         if sha not in cache:
             if self.store is None:
                 raise MissingMediaError(
@@ -205,7 +221,22 @@ class Resolver:
                     session=self.session,
                 ) from exc
             cache[sha] = base64.b64encode(data).decode("ascii")
+            if self.shared is not None:
+                self.shared.put(("content", sha), cache[sha], len(cache[sha]))
         return cache[sha]
+
+    def message(self, message: Mapping[str, Any], key: bytes | None = None) -> Mapping[str, Any]:
+        """``message`` (which holds references) resolved and frozen; taken from the shared
+        cache when a resolver of the session resolved it before (``key``: its `message_key`)."""
+        if self.shared is None:
+            return freeze(self.resolve(thaw(message)))  # type: ignore[no-any-return]
+        key = message_key(message) if key is None else key
+        found = self.shared.get(("message", key))
+        if found is None:
+            before = self._added
+            found = freeze(self.resolve(thaw(message)))
+            self.shared.put(("message", key), found, len(key) + self._added - before)
+        return found  # type: ignore[no-any-return]
 
     def resolve(self, value: Any) -> Any:
         """``value`` with its references resolved (new plain containers where one was; ``value``
@@ -242,7 +273,11 @@ class Resolver:
     def _put_back(self, value: Any, sha: str) -> Any:
         if isinstance(value, str):
             ref = REF_PREFIX + sha
-            return value.replace(ref, self.encoded(sha)) if ref in value else value
+            if ref not in value:
+                return value
+            encoded = self.encoded(sha)
+            self._added += len(encoded) - len(ref)
+            return encoded if value == ref else value.replace(ref, encoded)  # no copy when whole
         if isinstance(value, Mapping):
             return {k: self._put_back(v, sha) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
@@ -286,7 +321,7 @@ class ResolvingMessages(MessageSequence):
         if found is None:
             if not holds_reference(message):
                 return message
-            found = self._resolved[at] = freeze(self._resolver.resolve(thaw(message)))
+            found = self._resolved[at] = self._resolver.message(message)
         return found
 
     @overload
@@ -316,69 +351,6 @@ def resolving(messages: MessageSequence, store: MediaStore | None, session: str)
     if store is None or not messages.block_indexes():
         return messages  # text only (the common case): nothing to resolve, nothing to wrap
     return ResolvingMessages(messages._items, Resolver(store, session), messages._start, messages._stop)
-
-
-class ResolvedBody:
-    """A request body made of resolved messages: what `foldlog.log.wire.ChunkedBody` sends."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def to_bytes(self) -> bytes:
-        return self._data
-
-    def chunks(self, size: int = 65_536) -> Iterator[bytes]:
-        view = memoryview(self._data)
-        return (bytes(view[i : i + size]) for i in range(0, len(view), size))
-
-
-class ResolvedSegments:
-    """The messages of a request serialised by the core in one wire style, once the references
-    are resolved (the core's cached segments hold the references): written when a body is made,
-    by the same encoder, so the body is what it would be had the data been inline."""
-
-    __slots__ = ("_json", "_messages", "style")
-
-    def __init__(self, messages: Sequence[Mapping[str, Any]], style: str) -> None:
-        self._messages = messages
-        self.style = style
-        self._json: bytes | None = None
-
-    def _joined(self) -> bytes:
-        if self._json is None:
-            plain = [thaw(m) for m in self._messages]
-            self._json = _core.encode_json(_core.styled_messages(plain, self.style))[1:-1]
-        return self._json
-
-    @property
-    def nbytes(self) -> int:
-        return len(self._joined())
-
-    def __len__(self) -> int:
-        return len(self._messages)
-
-    def body(self, head: bytes, tail: bytes) -> ResolvedBody:
-        return ResolvedBody(head + self._joined() + tail)
-
-
-def resolve_wire(wire: WireMessages, store: MediaStore | None, session: str) -> WireMessages:
-    """``wire`` with its references resolved: its messages as they are read, its segments
-    written again (the core's cached ones hold the references); ``wire`` itself when it holds
-    none (only the messages the core says hold blocks are looked at)."""
-    from foldlog.log.wire import WireMessages
-
-    messages = wire.messages
-    if not isinstance(messages, MessageSequence):
-        return wire
-    if not any(holds_reference(messages[i]) for i in messages.block_indexes()):
-        return wire
-    out = ResolvingMessages(messages._items, Resolver(store, session), messages._start, messages._stop)
-    return WireMessages(out, ResolvedSegments(out, wire.style))
 
 
 # --- whole logs ----------------------------------------------------------------------------
@@ -422,6 +394,6 @@ __all__ = [
     "holds_reference",
     "inline_log",
     "inline_session",
-    "resolve_wire",
+    "message_key",
     "resolving",
 ]

@@ -25,7 +25,8 @@ from foldlog.log import checkpoint
 from foldlog.log.counting import TokenCounts
 from foldlog.log.frozen import EventsView, MessageSequence, freeze, thaw
 from foldlog.log.grammar import kinds
-from foldlog.log.media import extract, resolve_wire, resolving
+from foldlog.log.media import extract, resolving
+from foldlog.log.media_wire import MediaCache, resolve_wire
 from foldlog.log.stream import EventStream
 from foldlog.stores.base import StoreWriterBase, WriterSource, declared_writer
 from foldlog.stores.media import MediaStore, media_store_for
@@ -91,6 +92,8 @@ class Session(TokenCounts):
         self._store: WriterSource | None = None
         #: where a stored session's media live (`foldlog.log.media`); None: kept inline
         self.media: MediaStore | None = None
+        #: what its requests resolved of them, kept for the next requests (bounded)
+        self.media_cache = MediaCache()
         self.normalized_dirty = False
         self._checkpoint_due = False
         self.repair_report: dict[str, Any] = {}
@@ -210,13 +213,7 @@ class Session(TokenCounts):
         else:
             writer = declared_writer(store.open_writer(sid, head))
         try:
-            data, shift = writer.read_log(), 0
-            if path is not None:
-                from foldlog.log.forks import resolve_bytes
-
-                data, shift = resolve_bytes(path, data)  # a fork reads its parent's log too
-            restored = checkpoint.restore(path) if path else None
-            core, info = restored or _native.Log.parse(data, str(path or sid))
+            core, info, shift = checkpoint.read_for_writer(writer, path, str(path or sid))
             if info["torn"] is not None or info["missing_newline"]:
                 writer.cut_tail(info["valid_len"] - shift, info["missing_newline"])
             self = cls._from_core(core, info, str(path or sid))
@@ -516,7 +513,8 @@ class Session(TokenCounts):
 
         with self._lock:
             items, segments = self._core.wire_view(style)
-        return resolve_wire(WireMessages(MessageSequence(items), segments), self.media, self.id)
+        wire = WireMessages(MessageSequence(items), segments)
+        return resolve_wire(wire, self.media, self.id, self.media_cache)
 
     def surface_seqs(self) -> list[int]:
         """The seq of the event behind each derived message."""

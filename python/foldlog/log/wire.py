@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 class Body(Protocol):
-    """A request body: the core's `_core.WireBody`, or one of resolved media references."""
+    """A request body: the core's `_core.WireBody`, or any other implementation."""
 
     def __len__(self) -> int: ...
     def to_bytes(self) -> bytes: ...
@@ -25,8 +25,9 @@ class Body(Protocol):
 
 
 class Segments(Protocol):
-    """Messages serialised in one wire style: the core's cached `_core.WireSegments`, or the
-    messages with their media references resolved (`foldlog.log.media.ResolvedSegments`)."""
+    """Messages serialised in one wire style: the core's cached `_core.WireSegments` (for a
+    session holding media references, with the segments of the messages that reference media
+    replaced by their resolved form: `foldlog.log.media_wire`), or any other implementation."""
 
     @property
     def style(self) -> str: ...

@@ -115,11 +115,12 @@ class StoreWriterBase(ABC):
         writes whole lines in one transaction never leaves a torn one)."""
         raise StorageError("the stored log has a torn tail the store cannot cut")
 
-    def erase(self, tombstones: Mapping[int, bytes], erasure: bytes, erasure_seq: int) -> None:
+    def erase(self, tombstones: Mapping[int, bytes], erasure: bytes, erasure_seq: int) -> int:
         """Store an erasure in one step (docs/log-format.md, "Erasure"): the stored lines of the
         seqs in ``tombstones`` replaced by theirs (each without its newline), and ``erasure``, the
         erasure event's line (with its newline, seq ``erasure_seq``), appended: all or nothing,
-        and the erased bytes gone from the store. The default cannot: `StorageError`."""
+        and the erased bytes gone from the store, with the media only those lines referenced;
+        returns how many media blobs were removed. The default cannot: `StorageError`."""
         raise StorageError(f"{type(self).__name__} cannot erase events: it only appends")
 
     def suspend(self) -> None:

@@ -92,7 +92,9 @@ class FileStoreWriter(StoreWriterBase):
         self._next_seq: int | None = None
 
     def read_log(self) -> bytes:
-        """The stored log, read under the writer's lock (the first call reuses the bytes read on open)."""
+        """The stored log, read under the writer's lock (the first call after creating the file
+        reuses the header it wrote). Opening reads nothing: a session opened from its checkpoint
+        reads only the tail after it (`foldlog.log.checkpoint.read_for_writer`)."""
         if self._opened is not None:
             data, self._opened = self._opened, None
             return data
@@ -125,13 +127,19 @@ class FileStoreWriter(StoreWriterBase):
         self._next_seq = None
         return n
 
-    def erase(self, tombstones: Mapping[int, bytes], erasure: bytes, erasure_seq: int) -> None:
+    def erase(self, tombstones: Mapping[int, bytes], erasure: bytes, erasure_seq: int) -> int:
         """Rewrite the file with the erased events' tombstones and the erasure event, atomically
-        and under the lock (`foldlog.stores.file_rewrite`: the only rewrite the log allows)."""
+        and under the lock (`foldlog.stores.file_rewrite`: the only rewrite the log allows), then
+        remove the media only they referenced (`foldlog.stores.media_erase`); returns how many."""
+        from foldlog.stores.media_erase import candidates, remove_from_folder
+
         data = self.read_log()
         base = _fork_base(json.loads(data.split(b"\n", 1)[0] or b"null") or {})
-        self._core.rewrite(erased_file_bytes(data, base, tombstones, erasure, erasure_seq, str(self.path)))
+        new = erased_file_bytes(data, base, tombstones, erasure, erasure_seq, str(self.path))
+        self._core.rewrite(new)
         self._next_seq = None
+        # the rewritten file's mtime: "the erasure began" on the clock the media files' mtimes use
+        return remove_from_folder(self.path.parent, candidates(data, new), self.path.stat().st_mtime)
 
     def suspend(self) -> None:
         """Close the session file but keep the lock (an idle, released session); the next write

@@ -484,13 +484,14 @@ class PostgresWriter(StoreWriterBase):
         except driver.Error as exc:
             raise self._append_error(exc, first_seq) from exc
 
-    def erase(self, tombstones: Mapping[int, bytes], erasure: bytes, erasure_seq: int) -> None:
-        """The erased rows' tombstones and the erasure event in one transaction, under this
-        writer's lock, then the old row versions vacuumed (`foldlog.stores.postgres_erase`)."""
+    def erase(self, tombstones: Mapping[int, bytes], erasure: bytes, erasure_seq: int) -> int:
+        """The erased rows' tombstones, the erasure event and the media rows only they referenced
+        in one transaction, under this writer's lock, then the old row versions vacuumed
+        (`foldlog.stores.postgres_erase`); returns the media rows removed."""
         from foldlog.stores.postgres_erase import erase_rows
 
         try:
-            erase_rows(self._live(), self.session_id, tombstones, erasure, erasure_seq)
+            return erase_rows(self._live(), self.session_id, tombstones, erasure, erasure_seq)
         except _psycopg().Error as exc:
             raise self._append_error(exc, erasure_seq) from exc
 

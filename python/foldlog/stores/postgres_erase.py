@@ -4,10 +4,11 @@ One transaction on the writer's own connection, which holds the session's adviso
 of the erased events get their tombstone lines (UPDATE), the erasure event is appended through
 ``foldlog.append()`` (its optimistic check: the log ends where the erasure was planned), and the
 session's row gets its size and its preview again (the preview is the start of the first user
-message: it may be the erased text). Nothing of it is stored unless all of it is.
+message: it may be the erased text), and the ``foldlog.media`` rows only the erased events
+referenced are deleted (`foldlog.stores.media_erase`). Nothing of it is stored unless all of it is.
 
 An UPDATE leaves the old row versions behind as dead tuples until a vacuum removes them, so the
-erasure then vacuums the two tables (`VACUUM` cannot run inside the transaction): afterwards the
+erasure then vacuums the tables (`VACUUM` cannot run inside the transaction): afterwards the
 erased text is in no live or dead row. Earlier copies outside the tables — the write-ahead log
 until the server recycles it, base backups, replicas' own WAL — are the operator's to expire.
 """
@@ -15,11 +16,13 @@ until the server recycles it, base backups, replicas' own WAL — are the operat
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from foldlog.errors import StorageError
 from foldlog.log.grammar.kinds import USER_MESSAGE
+from foldlog.stores.media_erase import delete_rows, erased_lines_media
 
 if TYPE_CHECKING:
     import psycopg
@@ -49,12 +52,15 @@ def erase_rows(
     tombstones: Mapping[int, bytes],
     erasure: bytes,
     erasure_seq: int,
-) -> None:
+) -> int:
     """Store the erasure in one transaction on ``conn`` (the writer's: it holds the lock), then
-    vacuum the rows' old versions away. `StorageError` when a row is missing; the driver's errors
+    vacuum the rows' old versions away; returns how many media rows went with the erased events
+    (`foldlog.stores.media_erase`). `StorageError` when a row is missing; the driver's errors
     go to the caller (the writer maps them)."""
+    since = int(time.time() * 1000)  # media stored again after this are in use: kept
     with conn.transaction():
         with conn.cursor() as cur:
+            media = erased_lines_media(cur, session_id, tombstones.keys())
             for seq, line in sorted(tombstones.items()):
                 cur.execute(
                     "UPDATE foldlog.events SET line = %s WHERE session_id = %s AND seq = %s",
@@ -66,13 +72,15 @@ def erase_rows(
                     )
             cur.execute("SELECT foldlog.append(%s, %s, 1, %b)", (session_id, erasure_seq, erasure))
             cur.execute(_SESSION_ROW_SQL, {"id": session_id, "user": USER_MESSAGE})
-    _vacuum(conn)
+            removed = delete_rows(cur, media, since)
+    _vacuum(conn, ("foldlog.media",) if removed else ())
+    return removed
 
 
-def _vacuum(conn: psycopg.Connection[Any]) -> None:
+def _vacuum(conn: psycopg.Connection[Any], more: tuple[str, ...] = ()) -> None:
     """Remove the old row versions now (a role that may not vacuum the tables leaves them to
     autovacuum, with a warning)."""
-    for table in ("foldlog.events", "foldlog.sessions"):
+    for table in ("foldlog.events", "foldlog.sessions", *more):
         try:
             conn.execute(f"VACUUM {table}")
         except Exception as exc:  # the erasure is stored; only the clean-up failed

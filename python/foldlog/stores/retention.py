@@ -50,6 +50,7 @@ __all__ = [
     "parse_duration",
     "plan_prune",
     "prune",
+    "referenced_media",
     "remove_unreferenced_media",
 ]
 
@@ -276,19 +277,28 @@ def remove_unreferenced_media(store: SessionStore) -> int:
     Runs after a prune has removed sessions (never on a dry run). Media stored within the media
     store's grace period stays: a session appending an event that references it right now has
     stored the bytes first and flushes the event a moment later."""
-    from foldlog.stores.media import media_store_for, referenced_hashes
+    from foldlog.stores.media import media_store_for
 
     media = media_store_for(store)
     if media is None or not media.hashes():
         return 0  # nothing stored: no log needs reading
+    return media.remove_unreferenced(referenced_media(store))
+
+
+def referenced_media(store: SessionStore) -> set[str]:
+    """The hashes of the media any session of ``store`` references (retention's and an erasure's
+    scan: `foldlog.stores.media_erase`). `StorageError` when a listed log cannot be read: its
+    media must not be judged unreferenced."""
+    from foldlog.stores.media import referenced_hashes
+
     referenced: set[str] = set()
     for info in store.list_sessions():
         try:
             referenced |= referenced_hashes(store.read_log(info.id))
         except StorageError:
             if info.id in {s.id for s in store.list_sessions()}:
-                raise  # a log that cannot be read: its media must not be judged unreferenced
-    return media.remove_unreferenced(referenced)
+                raise  # not removed meanwhile: unreadable
+    return referenced
 
 
 class _Remover(ABC):

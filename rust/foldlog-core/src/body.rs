@@ -268,6 +268,10 @@ pub struct Messages {
     pub shared: SharedSegments,
     pub count: usize,
     pub tail: Arc<Vec<Segment>>,
+    /// Segments sent in place of some of the others, by index, sorted (a message whose media
+    /// references were resolved: the cached segment holds the references, see
+    /// [`WireMessages::replacing`]); usually empty.
+    pub replaced: Arc<Vec<(usize, Segment)>>,
 }
 
 impl Messages {
@@ -303,6 +307,53 @@ impl WireMessages {
             .read()
             .unwrap_or_else(|e| e.into_inner());
         f(&guard[..self.messages.count], &self.messages.tail)
+    }
+
+    /// Segment `i` as sent: its replacement, else the one in `shared` or in the tail.
+    fn segment<'a>(&'a self, i: usize, shared: &'a [Segment], tail: &'a [Segment]) -> &'a Segment {
+        let replaced = &self.messages.replaced;
+        if !replaced.is_empty() {
+            if let Ok(k) = replaced.binary_search_by_key(&i, |(j, _)| *j) {
+                return &replaced[k].1;
+            }
+        }
+        shared.get(i).unwrap_or_else(|| &tail[i - shared.len()])
+    }
+
+    /// These messages with segment `i` sent as `segment` for each `(i, segment)` of `with` (a
+    /// later one for the same `i` wins); the others stay shared, so the cost is that of `with`,
+    /// not of the history. `None` when an index is out of range.
+    pub fn replacing(&self, with: Vec<(usize, Segment)>) -> Option<WireMessages> {
+        let count = self.count();
+        if with.iter().any(|(i, _)| *i >= count) {
+            return None;
+        }
+        let mut merged: std::collections::BTreeMap<usize, Segment> =
+            self.messages.replaced.iter().cloned().collect();
+        let mut len = self.len;
+        self.with_segments(|shared, tail| {
+            for (i, segment) in with {
+                let before = merged.get(&i).map_or_else(
+                    || {
+                        shared
+                            .get(i)
+                            .unwrap_or_else(|| &tail[i - shared.len()])
+                            .len()
+                    },
+                    Segment::len,
+                );
+                len = len + segment.len() - before;
+                merged.insert(i, segment);
+            }
+        });
+        Some(WireMessages {
+            style: self.style,
+            messages: Messages {
+                replaced: Arc::new(merged.into_iter().collect()),
+                ..self.messages.clone()
+            },
+            len,
+        })
     }
 }
 
@@ -371,10 +422,7 @@ impl WireBody {
                         cursor.pos += 1;
                         continue;
                     }
-                    let seg = match shared.get(cursor.seg) {
-                        Some(seg) => seg,
-                        None => &tail[cursor.seg - shared.len()],
-                    };
+                    let seg = self.messages.segment(cursor.seg, shared, tail);
                     let n = (seg.len() - (cursor.off - comma)).min(room);
                     seg.copy_range(cursor.off - comma, n, out);
                     room -= n;

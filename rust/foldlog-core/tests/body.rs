@@ -210,3 +210,59 @@ fn cached_bodies_follow_appends_rewrites_and_normalizer_changes() {
         .unwrap();
     check(&mut log);
 }
+
+/// The segments of `messages`, each on its own (from the body read whole).
+fn segments_of(messages: &body::WireMessages) -> Vec<Vec<u8>> {
+    let joined = WireBody::new(b"[", messages.clone(), b"]").to_vec();
+    let parsed: Vec<Value> = serde_json::from_slice(&joined).unwrap();
+    let style = messages.style;
+    parsed
+        .iter()
+        .map(|m| body::message_json(m, style))
+        .collect()
+}
+
+#[test]
+fn replaced_segments_are_sent_in_place_of_the_cached_ones() {
+    let mut log = common::load(common::SEED);
+    let messages = log.wire_messages(WireStyle::Strip);
+    let mut want = segments_of(&messages);
+    let last = want.len() - 1;
+    assert!(last > 1, "the seed derives a few messages");
+    let replacing = |i: usize, text: &str| (i, body::Segment::from(text.as_bytes()));
+    // the same index twice: the later one wins, and the length follows
+    let out = messages
+        .replacing(vec![
+            replacing(0, "{\"a\":1}"),
+            replacing(last, "{}"),
+            replacing(0, "{\"b\":22}"),
+        ])
+        .unwrap();
+    want[0] = b"{\"b\":22}".to_vec();
+    want[last] = b"{}".to_vec();
+    let out = out.replacing(vec![replacing(1, "[1]")]).unwrap();
+    want[1] = b"[1]".to_vec();
+    let whole = [
+        b"{\"messages\":[".to_vec(),
+        want.join(&b","[..]),
+        b"]}".to_vec(),
+    ]
+    .concat();
+    let body = WireBody::new(b"{\"messages\":[", out, b"]}");
+    assert_eq!(body.len(), whole.len());
+    assert_eq!(body.to_vec(), whole);
+    for size in [1, 7, 64] {
+        let mut cursor = BodyCursor::default();
+        let mut read = Vec::new();
+        while body.fill(&mut cursor, size, &mut read) {}
+        assert_eq!(read, whole, "chunk size {size}");
+    }
+    // the request it was taken from is unchanged, and an index past the end is refused
+    assert_eq!(
+        segments_of(&messages)[0],
+        segments_of(&log.wire_messages(WireStyle::Strip))[0]
+    );
+    assert!(messages
+        .replacing(vec![replacing(last + 1, "{}")])
+        .is_none());
+}

@@ -15,6 +15,7 @@ fn masked_log_text() -> String {
         3,
         7,
         None,
+        &[],
     );
     let line = json!({
         "type": "tool/result", "seq": 10, "time": 1755000000100_i64,
@@ -39,7 +40,7 @@ fn mask_takes_the_place_of_the_result_and_keeps_the_call() {
     let mut log = load(SEED);
     let before = log.messages();
     let data = json!({"message": {"role": "tool", "toolCallId": "call_1", "toolName": "bash",
-                                  "content": mask::stub("bash", "{}", 3, 7, None)}});
+                                  "content": mask::stub("bash", "{}", 3, 7, None, &[])}});
     let seq = log
         .append(
             "tool/result",

@@ -40,6 +40,23 @@ impl WireSegments {
         self.inner.count()
     }
 
+    /// These messages with message `i` sent as `segment` (its JSON, as the style writes it) for
+    /// each `(i, segment)`: what a session holding media references sends, the data resolved
+    /// into the few messages that reference it (the others stay the cached segments).
+    fn replaced(&self, segments: Vec<(usize, Bound<'_, PyBytes>)>) -> PyResult<WireSegments> {
+        let count = self.inner.count();
+        let with = segments
+            .iter()
+            .map(|(i, s)| (*i, s.as_bytes().into()))
+            .collect();
+        let inner = self.inner.replacing(with).ok_or_else(|| {
+            pyo3::exceptions::PyIndexError::new_err(format!(
+                "a replaced message index is out of range ({count} messages)"
+            ))
+        })?;
+        Ok(WireSegments { inner })
+    }
+
     /// The whole body: `head` + the messages joined with commas + `tail`.
     fn body(&self, head: &[u8], tail: &[u8]) -> WireBody {
         WireBody {

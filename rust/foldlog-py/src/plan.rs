@@ -350,11 +350,20 @@ fn message_text(message: &Bound<'_, PyAny>) -> PyResult<String> {
 
 /// The stub a ``mask`` surface op puts in the place of the tool result at ``seq``
 /// (docs/log-format.md): the call's name and short arguments, its size, its seq in the log, and
-/// for a failed result (``failure``: its first line) what failed.
+/// for a failed result (``failure``: its first line) what failed, and the first of ``ids`` (the
+/// result's identifiers).
 #[pyfunction]
-#[pyo3(signature = (name, arguments, tokens, seq, failure=None))]
-fn mask_stub(name: &str, arguments: &str, tokens: u64, seq: u64, failure: Option<&str>) -> String {
-    foldlog_core::surface::mask::stub(name, arguments, tokens, seq, failure)
+#[pyo3(signature = (name, arguments, tokens, seq, failure=None, ids=Vec::new()))]
+fn mask_stub(
+    name: &str,
+    arguments: &str,
+    tokens: u64,
+    seq: u64,
+    failure: Option<&str>,
+    ids: Vec<String>,
+) -> String {
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    foldlog_core::surface::mask::stub(name, arguments, tokens, seq, failure, &ids)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

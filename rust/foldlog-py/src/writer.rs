@@ -38,7 +38,8 @@ impl FileWriter {
 
 #[pymethods]
 impl FileWriter {
-    /// Take the lock and open (or create with `header_line`) the file. Returns `(writer, bytes)`.
+    /// Take the lock and open (or create with `header_line`) the file. Returns `(writer, header)`:
+    /// the header line written to a new (or empty) file, else `None` (the file is not read).
     #[staticmethod]
     #[pyo3(signature = (path, header_line, durable=true))]
     fn open<'py>(
@@ -46,7 +47,7 @@ impl FileWriter {
         path: PathBuf,
         header_line: &str,
         durable: bool,
-    ) -> PyResult<(FileWriter, Bound<'py, PyBytes>)> {
+    ) -> PyResult<(FileWriter, Option<Bound<'py, PyBytes>>)> {
         let shown = path.display().to_string();
         let durability = if durable {
             Durability::Batch
@@ -60,7 +61,7 @@ impl FileWriter {
             FileWriter {
                 inner: Mutex::new(Some(w)),
             },
-            PyBytes::new(py, &bytes),
+            bytes.map(|b| PyBytes::new(py, &b)),
         ))
     }
 

@@ -13,7 +13,6 @@ import inspect
 import json
 import logging
 import re
-import ssl
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +30,13 @@ from foldlog.errors import (
 from foldlog.providers.base import Chunk, ErrorChunk, ProviderBase, Request
 from foldlog.providers.content import TEXT_AND_IMAGES, check_content
 from foldlog.providers.http.assemble import ChatStreamAssembler, StreamAssembler
+from foldlog.providers.http.replies import (
+    drain_rest,
+    h2_available,
+    is_json,
+    read_error_body,
+    shared_ssl_context,
+)
 from foldlog.providers.http.retry import OnRetry, RetryPolicy, is_retryable_status
 from foldlog.providers.http.sse import MAX_LINE_BYTES, MAX_NOISE_BYTES, SSEDecoder, SSEEvent
 
@@ -38,10 +44,10 @@ if TYPE_CHECKING:
     import httpx
 
     from foldlog.log.wire import ChunkedBody
+    from foldlog.providers.http.pool import LeanPost
 
 log = logging.getLogger("foldlog.providers")
 
-ERROR_BODY_LIMIT = 4096
 #: the content types a completion may come in (a stream, or one JSON body)
 STREAM_CONTENT_TYPES = ("text/event-stream", "application/json")
 #: how much of an unexpected answer's body its error shows
@@ -51,9 +57,6 @@ HEAD_CHARS = 200
 # 1,000 concurrent sessions spent 62% of their time there). The OpenAI SDK's client allows 1,000.
 MAX_CONNECTIONS = 1000
 MAX_KEEPALIVE = 100
-# what may follow a stream's [DONE] and still be read so that its connection is kept (see _drain)
-DRAIN_BYTES = 64 * 1024
-DRAIN_SECONDS = 0.25
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',]+")
 
 
@@ -155,7 +158,7 @@ class OpenAICompatible(ProviderBase):
         self.max_connections = max_connections
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
-        # responses past their [DONE] whose rest is read in the background (see _drain)
+        # responses past their [DONE] whose rest is read in the background (see replies.drain_rest)
         self._draining: dict[httpx.Response, asyncio.Task[None]] = {}
         # every request sent to the endpoint, retries and replays included (the CLI's usage line)
         self.requests_sent = 0
@@ -281,7 +284,7 @@ class OpenAICompatible(ProviderBase):
     async def _read(self, response: httpx.Response, asm: StreamAssembler) -> AsyncIterator[list[Chunk]]:
         import httpx
 
-        if _is_json(response):
+        if is_json(response):
             yield await self._read_json(response, asm)
             return
         decoder = SSEDecoder(max_line_bytes=self.max_line_bytes, max_noise_bytes=self.max_noise_bytes)
@@ -404,10 +407,10 @@ class OpenAICompatible(ProviderBase):
 
     # --- connect / headers phase with retries ----------------------------------------------
 
-    def _client_for_loop(self) -> httpx.AsyncClient:
+    def _client_for_loop(self) -> LeanPost:
         import httpx
 
-        from foldlog.providers.http.pool import LeanTransport, lean_pool_applies
+        from foldlog.providers.http.pool import LeanPost, LeanTransport, lean_pool_applies
 
         loop = asyncio.get_running_loop()
         # a client's pool belongs to the loop it first ran on; a new loop (run_sync called
@@ -416,38 +419,38 @@ class OpenAICompatible(ProviderBase):
             headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
             headers.update(self.auth_headers())
             headers.update(self._headers)
-            http2 = _h2_available() and self._transport is None
+            http2 = h2_available() and self._transport is None
             transport = self._transport
             if transport is None and lean_pool_applies(self.base_url, http2=http2):
-                transport = LeanTransport(max_connections=self.max_connections, ssl_context=_ssl_context())
+                transport = LeanTransport(
+                    max_connections=self.max_connections, ssl_context=shared_ssl_context()
+                )
             self._client = httpx.AsyncClient(
                 headers=headers,
                 timeout=httpx.Timeout(self.timeout, read=self.stall_timeout),
                 transport=transport,
                 http2=http2,
-                verify=_ssl_context(),
+                verify=shared_ssl_context(),
                 limits=httpx.Limits(
                     max_connections=self.max_connections,
                     max_keepalive_connections=min(self.max_connections, MAX_KEEPALIVE),
                 ),
             )
             self._client_loop = loop
-        return self._client
+            lean = transport if isinstance(transport, LeanTransport) else None
+            self._post = LeanPost(self._client, lean, self.url)
+        return self._post
 
     async def _send(self, payload: bytes | ChunkedBody) -> httpx.Response:
         import httpx
 
-        client = self._client_for_loop()
-        # a streamed body states its length: no chunked transfer encoding, which some servers refuse
-        length = None if isinstance(payload, bytes) else {"Content-Length": str(len(payload))}
+        post, length = self._client_for_loop(), len(payload)
         attempt = 0
         while True:
             retry_headers: Mapping[str, str] | None = None
             self.requests_sent += 1
             try:
-                response = await client.send(
-                    client.build_request("POST", self.url, content=payload, headers=length), stream=True
-                )
+                response = await post.send(payload, length)
             except httpx.TransportError as e:
                 reason = f"network error ({type(e).__name__}: {self.redact(str(e)) or 'no detail'})"
             else:
@@ -455,7 +458,7 @@ class OpenAICompatible(ProviderBase):
                 if status < 400:
                     await self._check_stream(response)
                     return response
-                body = await _error_body(response)
+                body = await read_error_body(response)
                 await response.aclose()
                 body = self.redact(body)
                 if status in (401, 403):
@@ -490,7 +493,7 @@ class OpenAICompatible(ProviderBase):
         redirect = 300 <= response.status_code < 400
         if not redirect and media in (None, *STREAM_CONTENT_TYPES):
             return
-        head = self.redact(await _error_body(response))[:HEAD_CHARS]
+        head = self.redact(await read_error_body(response))[:HEAD_CHARS]
         await response.aclose()
         where = f" to {response.headers['location']!r}" if redirect and "location" in response.headers else ""
         raise UnexpectedResponseError(
@@ -525,7 +528,7 @@ class OpenAICompatible(ProviderBase):
         """Read the rest of a body after its ``[DONE]`` in the background (the reply is already
         the caller's), then close it: read to its end, its connection goes back to the pool."""
         try:
-            await _drain(pieces)
+            await drain_rest(pieces)
         finally:
             self._draining.pop(response, None)
             await response.aclose()
@@ -562,62 +565,3 @@ def normalize_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         out.append({"type": "function", "function": fn})
     out.sort(key=lambda t: str(t["function"]["name"]))
     return out
-
-
-async def _drain(pieces: AsyncIterator[bytes]) -> None:
-    """Read what is left of a body after its ``[DONE]`` (normally only the end of the body): a
-    response read to its end puts its connection back in the pool, one closed early closes it, and
-    a new connection per request cost a fifth of B7's event loop. A body that goes on past
-    ``DRAIN_BYTES`` or ``DRAIN_SECONDS`` is left to be closed. Runs after the reply was handed
-    on (`OpenAICompatible._drain_and_close`): a server slow to end its body delays no one."""
-    import httpx
-
-    left = DRAIN_BYTES
-    try:
-        async with asyncio.timeout(DRAIN_SECONDS):
-            async for piece in pieces:
-                left -= len(piece)
-                if left < 0:
-                    return
-    except (TimeoutError, httpx.HTTPError):
-        pass  # the reply is complete; only the connection's reuse is lost
-
-
-def _is_json(response: httpx.Response) -> bool:
-    content_type: str = response.headers.get("content-type", "")
-    return content_type.split(";")[0].strip() == "application/json"
-
-
-async def _error_body(response: httpx.Response) -> str:
-    import httpx
-
-    data = bytearray()
-    try:
-        async for piece in response.aiter_bytes():
-            data += piece
-            if len(data) >= ERROR_BODY_LIMIT:
-                break
-    except httpx.HTTPError:
-        pass  # the body is only for the message; the status says enough
-    return bytes(data[:ERROR_BODY_LIMIT]).decode("utf-8", errors="replace")
-
-
-_H2: list[bool] = []
-_SSL: list[ssl.SSLContext] = []
-
-
-def _ssl_context() -> ssl.SSLContext:
-    """One verifying TLS context for every client: loading the CA bundle costs tens of ms each time."""
-    if not _SSL:
-        import httpx
-
-        _SSL.append(httpx.create_ssl_context())
-    return _SSL[0]
-
-
-def _h2_available() -> bool:
-    if not _H2:
-        import importlib.util
-
-        _H2.append(importlib.util.find_spec("h2") is not None)
-    return _H2[0]

@@ -16,11 +16,12 @@ costs little, and a proxy from the environment is httpx's to honour.
 from __future__ import annotations
 
 import asyncio
+import logging
 import ssl
 import time
 import urllib.request
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterator
 from contextlib import contextmanager
 
 import httpcore
@@ -55,7 +56,7 @@ class LeanTransport(httpx.AsyncBaseTransport):
         self._keepalive_expiry = keepalive_expiry
         self._backend = AsyncioBackend()
         # per origin: (connection, when it went idle), the most recent on the right
-        self._idle: dict[_Origin, deque[tuple[httpcore.AsyncHTTPConnection, float]]] = {}
+        self._idle: dict[_Origin, deque[tuple[httpcore.AsyncHTTP11Connection, float]]] = {}
         self._closed = False
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -70,8 +71,8 @@ class LeanTransport(httpx.AsyncBaseTransport):
         )
         await self._acquire(request)
         try:
-            conn = await self._take(origin)
             with _mapped():
+                conn = await self._take(origin, request.extensions.get("timeout", {}).get("connect"))
                 response = await conn.handle_async_request(core_request)
         except BaseException:
             self._slots.release()
@@ -94,23 +95,31 @@ class LeanTransport(httpx.AsyncBaseTransport):
         except TimeoutError:
             raise httpx.PoolTimeout("every connection of the pool stayed in use (pool timeout)") from None
 
-    async def _take(self, origin: _Origin) -> httpcore.AsyncHTTPConnection:
-        """The most recently used idle connection to ``origin`` still open, else a new one."""
+    async def _take(self, origin: _Origin, timeout: float | None) -> httpcore.AsyncHTTP11Connection:
+        """The most recently used idle connection to ``origin`` still open, else a new one
+        (connecting within ``timeout``)."""
         idle = self._idle.get(origin)
         while idle:
             conn, _ = idle.pop()
             if conn.is_idle() and not conn.has_expired():
                 return conn
             await conn.aclose()
+        # HTTP/1.1 straight on the socket: httpcore's AsyncHTTPConnection around it only connects
+        # on the first request, yet takes a lock (an event-loop round trip) on every one
         scheme, host, port = origin
-        return httpcore.AsyncHTTPConnection(
-            httpcore.Origin(scheme, host, port),
-            ssl_context=self._ssl_context if scheme == b"https" else None,
-            keepalive_expiry=self._keepalive_expiry,
-            network_backend=self._backend,
+        stream = await self._backend.connect_tcp(host.decode("ascii"), port, timeout=timeout)
+        if scheme == b"https":
+            self._ssl_context.set_alpn_protocols(["http/1.1"])  # as httpcore's connection does
+            try:
+                stream = await stream.start_tls(self._ssl_context, host.decode("ascii"), timeout)
+            except BaseException:
+                await stream.aclose()
+                raise
+        return httpcore.AsyncHTTP11Connection(
+            httpcore.Origin(scheme, host, port), stream, keepalive_expiry=self._keepalive_expiry
         )
 
-    async def _release(self, origin: _Origin, conn: httpcore.AsyncHTTPConnection) -> None:
+    async def _release(self, origin: _Origin, conn: httpcore.AsyncHTTP11Connection) -> None:
         """A response was closed: its connection waits for the next request, unless it closed."""
         self._slots.release()
         now = time.monotonic()
@@ -132,13 +141,75 @@ class LeanTransport(httpx.AsyncBaseTransport):
                 await conn.aclose()
 
 
+class LeanPost:
+    """POSTs to ``url`` through ``client``: through ``transport`` (the client's `LeanTransport`;
+    ``None``: another transport) with the request httpx's client would build — its headers, then
+    the body's ``Content-Length`` — made from parts built once (the headers, the URL, the
+    timeouts), skipping `httpx.AsyncClient.send`'s layers that do nothing here: the auth flow
+    (a key is a header), the redirect loop (redirects are not followed) and the event hooks
+    (none). Building the request, those layers and the cookie jar's reading of every response
+    were a seventh of B7's event loop. Cookies stay the client's: a client holding some, or a URL
+    with credentials, sends through ``client.send``; a response setting one fills the jar."""
+
+    def __init__(self, client: httpx.AsyncClient, transport: LeanTransport | None, url: str) -> None:
+        self.client = client
+        self._url = httpx.URL(url)
+        self._transport = None if self._url.userinfo else transport
+        self._head = [(b"Host", self._url.netloc), *client.headers.raw]
+        self._extensions = {"timeout": client.timeout.as_dict()}
+
+    async def send(self, body: bytes | AsyncIterable[bytes], length: int) -> httpx.Response:
+        """The response to a POST of ``body`` (``length`` bytes), its body not read yet."""
+        client, transport = self.client, self._transport
+        if transport is None or client.cookies:
+            # a streamed body states its length: no chunked transfer encoding, which some servers refuse
+            headers = None if isinstance(body, bytes) else {"Content-Length": str(length)}
+            request = client.build_request("POST", self._url, content=body, headers=headers)
+            return await client.send(request, stream=True)
+        request = httpx.Request(
+            "POST",
+            self._url,
+            headers=[*self._head, (b"Content-Length", b"%d" % length)],
+            stream=_RequestBody(body),
+            extensions=self._extensions,
+        )
+        response = await transport.handle_async_request(request)
+        response.request = request
+        if "set-cookie" in response.headers:
+            client.cookies.extract_cookies(response)
+        if _httpx_log.isEnabledFor(logging.INFO):  # the line httpx's client logs
+            _httpx_log.info('HTTP Request: POST %s "%s %d %s"', self._url, response.http_version,
+                            response.status_code, response.reason_phrase)  # fmt: skip
+        return response
+
+
+class _RequestBody(httpx.AsyncByteStream):
+    """A request's body: bytes, or the parts of a body written as it is sent."""
+
+    __slots__ = ("_body",)
+
+    def __init__(self, body: bytes | AsyncIterable[bytes]) -> None:
+        self._body = body
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        body = self._body
+        if isinstance(body, bytes):
+            yield body
+            return
+        async for part in body:
+            yield part
+
+
+_httpx_log = logging.getLogger("httpx")
+
+
 class _ResponseBody(httpx.AsyncByteStream):
     """A response's body; closing it hands its connection back to the pool (once)."""
 
     __slots__ = ("_conn", "_origin", "_pool", "_stream")
 
     def __init__(
-        self, pool: LeanTransport, origin: _Origin, conn: httpcore.AsyncHTTPConnection, stream: object
+        self, pool: LeanTransport, origin: _Origin, conn: httpcore.AsyncHTTP11Connection, stream: object
     ) -> None:
         self._pool: LeanTransport | None = pool
         self._origin = origin

@@ -4,8 +4,9 @@
 //! A checkpoint holds the surface, the turn and compaction tracking, the rewrite version, and the
 //! lines of the events the ready log reads (the surface nodes, the calls their results name in
 //! `sourceEventSeqs`, and an open turn's events), with the byte length and event count of the
-//! log prefix it covers and a check of that prefix. A restored log holds those events and a
-//! placeholder in every other place of the prefix: it is *partial*. Deriving, counting, planning,
+//! log prefix it covers and a check of that prefix. A restored log holds those events and no
+//! others of the prefix ([`super::Events`]: what it holds, and its caches by seq, take room for
+//! the events held, not for the prefix's length): it is *partial*. Deriving, counting, planning,
 //! building request bodies and appending read only the events it holds; anything else first
 //! completes it ([`complete`]): the covered prefix is read and checked in full, then the events
 //! appended since move onto it.
@@ -24,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use super::{EventLog, OpenTurn};
+use super::{EventLog, Events, OpenTurn};
 use crate::error::{Error, Result};
 use crate::event::{Event, Header, SurfaceOp, FORMAT_VERSION};
 
@@ -35,9 +36,6 @@ pub const CHECKPOINT_VERSION: u64 = 1;
 const CORE_VERSION: &str = env!("CARGO_PKG_VERSION");
 const BLOCK: u64 = 4096;
 const SPREAD: u64 = 30;
-/// What stands in the place of an event a partial log does not hold (never read: see the module).
-const PLACEHOLDER: &str =
-    r#"{"type":"assistant/chunk","seq":0,"time":-1,"data":{"checkpoint":"not loaded"}}"#;
 
 /// Where a partial log's prefix is stored, and how much of it the checkpoint covered.
 #[derive(Debug, Clone)]
@@ -107,7 +105,9 @@ fn kept_seqs(log: &EventLog) -> BTreeSet<u64> {
         kept.insert(seq);
         // a result's id and name may come from its call (the projection's rule); the sources of
         // a fold's digest, every node it folded, are not read again
-        let ev = &log.events[seq as usize];
+        let Some(ev) = log.events.get(seq) else {
+            continue; // not held: `encode` writes no checkpoint
+        };
         if ev.kind() == "tool/result" {
             kept.extend(ev.sources().unwrap_or(&[]).iter().copied());
         }
@@ -115,8 +115,9 @@ fn kept_seqs(log: &EventLog) -> BTreeSet<u64> {
     let open_start = log.open_turn.and_then(|_| {
         log.events
             .iter()
-            .rposition(|e| e.kind() == "turn/start")
-            .map(|i| i as u64)
+            .rev()
+            .find(|e| e.kind() == "turn/start")
+            .map(|e| e.seq)
     });
     let from = match (open_start, log.open_compaction) {
         (Some(a), Some(b)) => Some(a.min(b)),
@@ -158,11 +159,11 @@ pub fn encode(log: &EventLog, path: &Path) -> Result<Option<Vec<u8>>> {
     let kept = kept_seqs(log);
     let mut body = Vec::new();
     for &seq in &kept {
-        let line = log.events[seq as usize].line();
-        if line == PLACEHOLDER {
+        let Some(ev) = log.events.get(seq) else {
             // a partial log lacks an event the checkpoint would need: the next whole load writes it
             return Ok(None);
-        }
+        };
+        let line = ev.line();
         body.extend_from_slice(line.as_bytes());
         body.push(b'\n');
     }
@@ -280,21 +281,21 @@ fn build(
     let kept = seqs_of(head, "kept")?;
     let nodes = seqs_of(head, "surface")?;
     let mut log = EventLog::new(header);
-    // not `reserve`: its huge-page advice makes the kernel compact memory on a fault, which for
-    // slots written once costs more than the faults it saves
-    log.events.reserve_exact(n);
-    let placeholder = Event::parse(PLACEHOLDER).expect("the placeholder parses");
-    log.events.extend(std::iter::repeat_n(placeholder, n));
+    // the events held below `n`, in seq order (a result's call is held before it, for
+    // `fill_from_call`); none in the places of the others
+    log.events = Events::partial(n as u64);
+    log.surface = crate::surface::Surface::from_base(n as u64);
     let lines = body.split(|&b| b == b'\n').filter(|l| !l.is_empty());
     let mut count = 0usize;
     for (line, &seq) in lines.zip(&kept) {
         let text = std::str::from_utf8(line).map_err(|_| mismatch("checkpoint is corrupt"))?;
         let mut ev = Event::parse(text).map_err(|e| mismatch(format!("checkpoint: {e}")))?;
-        if ev.seq != seq || seq as usize >= n {
+        let ordered = log.events.last().is_none_or(|last| last.seq < seq);
+        if ev.seq != seq || seq as usize >= n || !ordered {
             return Err(mismatch("checkpoint is corrupt (an event out of place)"));
         }
         log.fill_from_call(&mut ev);
-        log.events[seq as usize] = ev;
+        log.events.hold(ev);
         count += 1;
     }
     if count != kept.len() {
@@ -385,15 +386,14 @@ pub fn complete(log: &mut EventLog) -> Result<()> {
     if loaded.torn.is_some() || full.len() != prefix.events {
         return Err(changed());
     }
-    let placeholder = Event::parse(PLACEHOLDER).expect("the placeholder parses");
-    let held_differ = log.events[..prefix.events]
-        .iter()
-        .zip(full.events())
-        .any(|(held, read)| held.line() != placeholder.line() && held.line() != read.line());
+    let held_differ = log.events.below_base().iter().any(|held| {
+        full.event(held.seq)
+            .is_none_or(|read| held.line() != read.line())
+    });
     if held_differ {
         return Err(changed());
     }
-    for ev in &log.events[prefix.events..] {
+    for ev in log.events.since(prefix.events) {
         full.push(ev.clone()).map_err(|_| changed())?;
     }
     if full.surface.nodes() != log.surface.nodes() || full.rewrite_version != log.rewrite_version {

@@ -1,5 +1,6 @@
 //! Token counts of the surface, kept per event: each event is counted at most once per
 //! tokenizer, and the count travels with the event in its line (`"tokens"`) once it is flushed.
+use super::events::BySeq;
 use super::EventLog;
 use crate::tokens::{TokenError, Tokenizer};
 
@@ -14,7 +15,7 @@ struct Counted {
 #[derive(Debug, Clone, Default)]
 pub(super) struct TokenCache {
     tokenizer: &'static str,
-    per_seq: Vec<Option<Counted>>,
+    per_seq: BySeq<Counted>,
     gen: u64,
     counted: usize,
     total: u64,
@@ -23,7 +24,7 @@ pub(super) struct TokenCache {
 
 impl TokenCache {
     pub(super) fn heap_bytes(&self) -> usize {
-        self.per_seq.capacity() * std::mem::size_of::<Option<Counted>>()
+        self.per_seq.heap_bytes()
     }
 }
 
@@ -67,6 +68,7 @@ impl EventLog {
         if self.token_cache.as_ref().is_none_or(|c| c.tokenizer != id) {
             self.token_cache = Some(TokenCache {
                 tokenizer: id,
+                per_seq: BySeq::new(self.events.base()),
                 ..TokenCache::default()
             });
         }
@@ -95,9 +97,7 @@ impl EventLog {
     ) -> std::result::Result<(), TokenError> {
         use rayon::prelude::*;
         let id = tok.id();
-        if cache.per_seq.len() < self.events.len() {
-            cache.per_seq.resize(self.events.len(), None);
-        }
+        cache.per_seq.cover(self.events.len());
         let start = cache.counted;
         let seqs: Vec<u64> = self.derived_seqs()[start..].to_vec();
         // known counts first (memory, then the envelope, read in parallel), then the rest in one
@@ -106,9 +106,8 @@ impl EventLog {
         let from_log: Vec<Option<Counted>> = seqs
             .par_iter()
             .map(|&seq| {
-                let i = seq as usize;
-                cache.per_seq[i].or_else(|| {
-                    events[i]
+                cache.per_seq.get(seq).copied().or_else(|| {
+                    events[seq as usize]
                         .cached_count(id)
                         .map(|(tokens, estimated)| Counted { tokens, estimated })
                 })
@@ -116,7 +115,7 @@ impl EventLog {
             .collect();
         let mut missing: Vec<usize> = Vec::new();
         for (k, (&seq, known)) in seqs.iter().zip(from_log).enumerate() {
-            cache.per_seq[seq as usize] = known;
+            cache.per_seq.set(seq, known);
             if known.is_none() {
                 missing.push(k);
             }
@@ -144,14 +143,17 @@ impl EventLog {
                     tokens: u32::try_from(n.tokens).unwrap_or(u32::MAX),
                     estimated: n.estimated,
                 };
-                let i = seqs[k] as usize;
-                cache.per_seq[i] = Some(counted);
+                let seq = seqs[k];
+                cache.per_seq.set(seq, Some(counted));
                 // kept in the line of an event still to be written, so that it travels with
                 // it; not in the line of one read with others from one buffer (a loaded log):
                 // that would hold its line twice while active (issue 17.3) — the count stays in
                 // memory, and goes into the line when the log is written out (`file_bytes`)
-                if i >= self.flushed && !self.events[i].shares_buffer() {
-                    self.events[i].set_cached_count(id, counted.tokens, counted.estimated);
+                if seq as usize >= self.flushed {
+                    let ev = self.events.get_mut(seq).expect("a derived event is held");
+                    if !ev.shares_buffer() {
+                        ev.set_cached_count(id, counted.tokens, counted.estimated);
+                    }
                 }
             }
         }
@@ -159,7 +161,7 @@ impl EventLog {
             return Err(e);
         }
         for &s in &seqs {
-            if let Some(c) = cache.per_seq[s as usize] {
+            if let Some(c) = cache.per_seq.get(s) {
                 cache.total += u64::from(c.tokens);
                 cache.estimated += usize::from(c.estimated);
             }
@@ -180,7 +182,7 @@ impl EventLog {
             .derived
             .seqs_unchecked()
             .iter()
-            .map(|&s| cache.per_seq[s as usize].map_or(0, |c| c.tokens))
+            .map(|&s| cache.per_seq.get(s).map_or(0, |c| c.tokens))
             .collect())
     }
 
@@ -190,12 +192,12 @@ impl EventLog {
     /// for the bytes only; the events keep theirs.
     pub fn file_bytes(&self) -> Vec<u8> {
         let Some(cache) = self.token_cache.as_ref() else {
-            return crate::store::jsonl::file_bytes(self.header(), &self.events);
+            return crate::store::jsonl::file_bytes(self.header(), self.events());
         };
         let id = cache.tokenizer;
         let mut out = crate::store::jsonl::file_bytes(self.header(), &[]);
-        for (i, ev) in self.events.iter().enumerate() {
-            match cache.per_seq.get(i).copied().flatten() {
+        for ev in self.events() {
+            match cache.per_seq.get(ev.seq).copied() {
                 Some(c) if ev.cached_count(id).is_none() => {
                     let mut with_count = ev.clone();
                     with_count.set_cached_count(id, c.tokens, c.estimated);
@@ -213,6 +215,6 @@ impl EventLog {
     pub fn cached_token_events(&self) -> usize {
         self.token_cache
             .as_ref()
-            .map_or(0, |c| c.per_seq.iter().filter(|x| x.is_some()).count())
+            .map_or(0, |c| c.per_seq.values().count())
     }
 }

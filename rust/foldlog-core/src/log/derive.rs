@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::{EventLog, Message};
+use super::{EventLog, Events, Message};
 use crate::event::shape::Shape;
 use crate::event::Event;
 use crate::project::project;
@@ -32,9 +32,9 @@ impl Derived {
 }
 
 /// The projection of a surface event (the shape says whether it derives a message at all).
-pub(crate) fn materialize(events: &[Event], seq: u64) -> Option<Message> {
-    let ev = events.get(seq as usize)?;
-    project(ev, |s| events.get(s as usize)).map(Arc::new)
+pub(crate) fn materialize(events: &Events, seq: u64) -> Option<Message> {
+    let ev = events.get(seq)?;
+    project(ev, |s| events.get(s)).map(Arc::new)
 }
 
 impl EventLog {
@@ -104,7 +104,7 @@ impl EventLog {
 /// The derived messages of a log, read through their events' shapes.
 #[derive(Clone, Copy)]
 pub struct LogHistory<'a> {
-    events: &'a [Event],
+    events: &'a Events,
     seqs: &'a [u64],
 }
 
@@ -112,7 +112,8 @@ impl<'a> LogHistory<'a> {
     pub fn seqs(&self) -> &'a [u64] {
         self.seqs
     }
-    pub fn events(&self) -> &'a [Event] {
+    /// The log's events (those it holds: every derived message's).
+    pub fn events(&self) -> &'a Events {
         self.events
     }
     fn event(&self, i: usize) -> &'a Event {

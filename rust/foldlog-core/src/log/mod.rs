@@ -16,6 +16,7 @@ mod batch;
 pub mod checkpoint;
 mod counts;
 mod derive;
+mod events;
 mod record;
 mod send;
 mod stats;
@@ -24,6 +25,7 @@ pub use batch::{BatchError, NewEvent};
 pub use counts::SurfaceTokens;
 use counts::TokenCache;
 pub use derive::LogHistory;
+pub use events::Events;
 pub use stats::Stats;
 
 /// A chat message derived from the log, shared (never mutated after projection).
@@ -39,7 +41,7 @@ pub struct OpenTurn {
 #[derive(Debug, Clone, Default)]
 pub struct EventLog {
     header: Option<Header>,
-    events: Vec<Event>,
+    events: Events,
     surface: Surface,
     rewrite_version: u64,
     derived: derive::Derived,
@@ -68,17 +70,26 @@ impl EventLog {
     pub fn set_header(&mut self, header: Header) {
         self.header = Some(header);
     }
+    /// Every event in seq order. A partial log (restored from a checkpoint, see `checkpoint`)
+    /// holds only some of the events its checkpoint covers: this gives only those after it, and
+    /// [`EventLog::held`] those it holds; complete it first to read them all.
     pub fn events(&self) -> &[Event] {
+        self.events.since(self.events.base() as usize)
+    }
+    /// The events the log holds, by seq (all of them unless it is partial).
+    pub fn held(&self) -> &Events {
         &self.events
     }
+    /// How many events the log has (its next seq), whether it holds them all or not.
     pub fn len(&self) -> usize {
         self.events.len()
     }
     pub fn is_empty(&self) -> bool {
         self.events.is_empty()
     }
+    /// Event `seq`, if the log holds it.
     pub fn event(&self, seq: u64) -> Option<&Event> {
-        self.events.get(seq as usize)
+        self.events.get(seq)
     }
     pub fn surface(&self) -> &Surface {
         &self.surface
@@ -99,7 +110,6 @@ impl EventLog {
     /// Make room for `more` events (a reader that knows how many lines it read).
     pub fn reserve(&mut self, more: usize) {
         self.events.reserve(more);
-        crate::reader::huge_pages(self.events.spare_capacity_mut());
     }
     pub fn next_seq(&self) -> u64 {
         self.events.len() as u64
@@ -143,7 +153,7 @@ impl EventLog {
             .sources()
             .into_iter()
             .flatten()
-            .filter_map(|&s| self.events.get(s as usize))
+            .filter_map(|&s| self.events.get(s))
             .find(|e| e.kind() == "tool/call")
             .map(Event::data);
         if let (Some(data), Some(shape)) = (call, ev.shape_mut()) {
@@ -201,8 +211,11 @@ impl EventLog {
 
     /// A `mask` puts a tool result in the place of a tool result (docs/log-format.md).
     fn check_mask(&self, ev: &Event, seq: u64, masked: u64) -> Result<()> {
-        let target = self.events.get(masked as usize).map(Event::kind);
-        if ev.kind() != "tool/result" || target != Some("tool/result") {
+        let target = self.events.get(masked).map(Event::kind);
+        // a partial log holds every surface node: an earlier event it does not hold is off the
+        // surface, which the surface reports as for a whole log
+        let unheld = target.is_none() && masked < self.next_seq();
+        if ev.kind() != "tool/result" || (target != Some("tool/result") && !unheld) {
             return Err(Error::invalid(format!(
                 "event #{seq}: surfaceOp mask puts a tool/result in the place of a tool/result \
                  (this is {}, seq {masked} is {})",
@@ -295,8 +308,7 @@ impl EventLog {
         buffers.sort_unstable();
         buffers.dedup();
         let lines: usize = buffers.iter().map(|b| b.1).sum();
-        let events: usize = self.events.iter().map(Event::heap_bytes).sum::<usize>()
-            + (self.events.capacity() - self.events.len()) * std::mem::size_of::<Event>();
+        let events = self.events.heap_bytes();
         lines
             + events
             + self.surface.heap_bytes()
@@ -311,7 +323,7 @@ impl EventLog {
         self.flushed
     }
     pub fn pending(&self) -> &[Event] {
-        &self.events[self.flushed..]
+        self.events.since(self.flushed)
     }
     /// The pending events as JSONL bytes (each line ends in `\n`).
     pub fn pending_bytes(&self) -> Vec<u8> {

@@ -5,6 +5,7 @@ use std::sync::{Arc, RwLock};
 use rayon::prelude::*;
 
 use super::derive::materialize;
+use super::events::BySeq;
 use super::EventLog;
 use crate::body::{self, Messages, Segment, SharedSegments, WireMessages, WireStyle};
 use crate::wire::{History, Sent};
@@ -30,7 +31,7 @@ struct SendCache {
 /// rewrites) and, for the current generation, the final part of the send plan in order.
 #[derive(Debug, Default)]
 struct WireCache {
-    per_seq: Vec<Option<Segment>>,
+    per_seq: BySeq<Segment>,
     list: SharedSegments,
     gen: u64,
     /// Sum of the lengths of `list`'s segments.
@@ -58,10 +59,10 @@ impl SendState {
             .iter()
             .flatten()
             .map(|c| {
-                let per_seq = c.per_seq.capacity() * std::mem::size_of::<Option<Segment>>();
+                let per_seq = c.per_seq.heap_bytes();
                 // a segment is shared by the per-event cache and the list: count it once (the
                 // spans it borrows are the log's lines: `borrowed_buffers`)
-                let segments: usize = c.per_seq.iter().flatten().map(Segment::heap_bytes).sum();
+                let segments: usize = c.per_seq.values().map(Segment::heap_bytes).sum();
                 let list = c.list.read().map_or(0, |l| l.capacity() * 16);
                 per_seq + segments + list
             })
@@ -75,7 +76,7 @@ impl SendState {
         self.wire
             .iter()
             .flatten()
-            .flat_map(|c| c.per_seq.iter().flatten().filter_map(Segment::borrowed))
+            .flat_map(|c| c.per_seq.values().filter_map(Segment::borrowed))
     }
 }
 
@@ -116,11 +117,14 @@ impl EventLog {
             .iter()
             .position(|s| *s == style)
             .expect("every style is in ALL");
-        let mut cache = self.send.wire[slot].take().unwrap_or_default();
+        let mut cache = self.send.wire[slot].take().unwrap_or_else(|| {
+            Box::new(WireCache {
+                per_seq: BySeq::new(self.events.base()),
+                ..WireCache::default()
+            })
+        });
         let gen = self.rewrite_version;
-        if cache.per_seq.len() < self.events.len() {
-            cache.per_seq.resize(self.events.len(), None);
-        }
+        cache.per_seq.cover(self.events.len());
         let have = cache.list.read().unwrap_or_else(|e| e.into_inner()).len();
         if cache.gen != gen || have > self.send.plan.items.len() {
             // a new generation gets a new list: bodies still holding the old one keep it intact
@@ -143,6 +147,7 @@ impl EventLog {
             shared: cache.list.clone(),
             count,
             tail: Arc::new(tail),
+            replaced: Arc::default(),
         };
         self.send.wire[slot] = Some(cache);
         WireMessages {
@@ -157,7 +162,7 @@ impl EventLog {
     /// made.
     fn segments(
         &self,
-        per_seq: &mut [Option<Segment>],
+        per_seq: &mut BySeq<Segment>,
         items: &[Sent],
         style: WireStyle,
     ) -> Vec<Segment> {
@@ -165,7 +170,7 @@ impl EventLog {
         let missing: Vec<usize> = items
             .iter()
             .filter_map(|item| match item {
-                Sent::Same(i) if per_seq[seqs[*i] as usize].is_none() => Some(*i),
+                Sent::Same(i) if per_seq.get(seqs[*i]).is_none() => Some(*i),
                 _ => None,
             })
             .collect();
@@ -190,14 +195,12 @@ impl EventLog {
             missing.iter().map(serialise).collect()
         };
         for (&i, seg) in missing.iter().zip(made) {
-            per_seq[seqs[i] as usize] = Some(seg);
+            per_seq.set(seqs[i], Some(seg));
         }
         items
             .iter()
             .map(|item| match item {
-                Sent::Same(i) => per_seq[seqs[*i] as usize]
-                    .clone()
-                    .expect("serialised above"),
+                Sent::Same(i) => per_seq.get(seqs[*i]).cloned().expect("serialised above"),
                 Sent::New(m) => body::message_json(m, style).into(),
             })
             .collect()

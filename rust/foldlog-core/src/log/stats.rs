@@ -65,7 +65,8 @@ impl EventLog {
     pub fn stats(&mut self, stored: usize) -> Stats {
         let mut s = Stats::default();
         let (mut started, mut ended) = (HashSet::new(), HashSet::new());
-        let events = &self.events[..stored.min(self.events.len())];
+        let all = self.events();
+        let events = &all[..stored.min(all.len())];
         s.events = events.len();
         for e in events {
             let kind = e.kind();

@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use serde_json::Value;
 
 use crate::event::{Event, SurfaceOp};
-use crate::log::{EventLog, Message};
+use crate::log::{EventLog, Events, Message};
 use crate::plan::{PlanError, PlanMessage, Role};
 use crate::project::message_text;
 use crate::tokens::{TokenError, TokenizerChoice};
@@ -99,11 +99,11 @@ pub fn surface_plan(
 }
 
 /// The planner messages of derived `messages`: `seqs[i]` is the seq of the event behind
-/// message i (an index into `events`), `counts[i]` its token count.
+/// message i (held in `events`), `counts[i]` its token count.
 pub fn plan_messages(
     messages: &[Message],
     seqs: &[u64],
-    events: &[Event],
+    events: &Events,
     counts: &[u32],
 ) -> Result<Vec<PlanMessage>, PlanError> {
     if messages.len() != counts.len() || messages.len() != seqs.len() {
@@ -121,7 +121,7 @@ pub fn plan_messages(
         let mut pm = PlanMessage::new(role, tokens);
         match role {
             Role::User => {
-                pm.is_digest = events.get(seq as usize).is_some_and(is_digest_event);
+                pm.is_digest = events.get(seq).is_some_and(is_digest_event);
                 pm.is_user_marked_keep =
                     !pm.is_digest && starts_with_any(&head(&message_text(m)), &KEEP_MARKERS);
             }

@@ -137,12 +137,15 @@ pub fn lock_path(path: &Path) -> PathBuf {
 
 impl FileWriter {
     /// Take the session's lock and open (or create, with `header_line`) its file. Returns the
-    /// writer and the bytes the file holds now, to be read into the log.
+    /// writer and, when it wrote the header of a new (or empty) file, that header line. The
+    /// bytes of a file that holds a log are not read here: a session opened from a checkpoint
+    /// reads only what follows it (`log::checkpoint`); the caller reads what it needs under the
+    /// lock.
     pub fn open(
         path: &Path,
         header_line: &str,
         durability: Durability,
-    ) -> Result<(FileWriter, Vec<u8>)> {
+    ) -> Result<(FileWriter, Option<Vec<u8>>)> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             if !dir.exists() {
                 // every folder made here is private (0700), not only the last one
@@ -184,7 +187,7 @@ impl FileWriter {
         lock.write_all(holder_name().as_bytes())
             .map_err(|e| io_err("cannot write lock file", &lpath, e))?;
 
-        let mut file = OpenOptions::new()
+        let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
@@ -192,9 +195,6 @@ impl FileWriter {
             .mode(0o600)
             .open(path)
             .map_err(|e| create_err("cannot open session file", path, e))?;
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)
-            .map_err(|e| io_err("cannot read session file", path, e))?;
         let meta = file
             .metadata()
             .map_err(|e| io_err("cannot stat", path, e))?;
@@ -207,17 +207,17 @@ impl FileWriter {
             durability,
             needs_cut: false,
         };
-        if bytes.is_empty() {
-            let mut line = header_line.as_bytes().to_vec();
-            line.push(b'\n');
-            w.append(&line)?;
-            if durability == Durability::Batch {
-                // the new file's name must survive a power cut too, not only its bytes
-                sync_folder_of(path)?;
-            }
-            bytes = line;
+        if meta.len() > 0 {
+            return Ok((w, None));
         }
-        Ok((w, bytes))
+        let mut line = header_line.as_bytes().to_vec();
+        line.push(b'\n');
+        w.append(&line)?;
+        if durability == Durability::Batch {
+            // the new file's name must survive a power cut too, not only its bytes
+            sync_folder_of(path)?;
+        }
+        Ok((w, Some(line)))
     }
 
     pub fn path(&self) -> &Path {

@@ -1,5 +1,7 @@
 //! The surface: the ordered list of surface-event seqs the model currently sees, and the
 //! rules for changing it (`append`, `replace`, `insert`, `fold`, `reset`, `mask`).
+use std::collections::HashMap;
+
 use crate::error::{Error, Result};
 use crate::event::SurfaceOp;
 
@@ -11,14 +13,67 @@ const NOT_ON: u32 = u32::MAX;
 #[derive(Debug, Clone, Default)]
 pub struct Surface {
     nodes: Vec<u64>,
-    /// By seq (seqs are dense): the node's position, or `NOT_ON` (4 bytes an event).
-    pos: Vec<u32>,
+    pos: Positions,
+}
+
+/// By seq, a node's position, or `NOT_ON`: a slot per seq from `base` on (seqs are dense: 4
+/// bytes an event), a map below it — the nodes of a log restored from a checkpoint, which holds
+/// no other events there (`log::checkpoint`).
+#[derive(Debug, Clone, Default)]
+struct Positions {
+    base: u64,
+    below: HashMap<u64, u32>,
+    slots: Vec<u32>,
+}
+
+impl Positions {
+    fn get(&self, seq: u64) -> u32 {
+        match seq.checked_sub(self.base) {
+            Some(i) => self.slots.get(i as usize).copied().unwrap_or(NOT_ON),
+            None => self.below.get(&seq).copied().unwrap_or(NOT_ON),
+        }
+    }
+    fn set(&mut self, seq: u64, at: u32) {
+        match seq.checked_sub(self.base) {
+            Some(i) => {
+                let i = i as usize;
+                if self.slots.len() <= i {
+                    self.slots.resize(i + 1, NOT_ON);
+                }
+                self.slots[i] = at;
+            }
+            None if at == NOT_ON => {
+                self.below.remove(&seq);
+            }
+            None => {
+                self.below.insert(seq, at);
+            }
+        }
+    }
+    fn clear(&mut self) {
+        self.below.clear();
+        self.slots.fill(NOT_ON);
+    }
+    fn heap_bytes(&self) -> usize {
+        self.slots.capacity() * 4 + self.below.capacity() * (std::mem::size_of::<(u64, u32)>() + 1)
+    }
 }
 
 impl Surface {
+    /// An empty surface of a log whose events from `base` on are all held (one restored from a
+    /// checkpoint: its index takes no room for the seqs below `base` that are not nodes).
+    pub(crate) fn from_base(base: u64) -> Surface {
+        Surface {
+            nodes: Vec::new(),
+            pos: Positions {
+                base,
+                ..Positions::default()
+            },
+        }
+    }
     /// Bytes the surface holds (its nodes and their index).
     pub fn heap_bytes(&self) -> usize {
-        self.nodes.capacity() * 8 + self.pos.capacity() * 4
+        self.nodes.capacity() * 8 + self.pos.heap_bytes()
     }
     pub fn nodes(&self) -> &[u64] {
         &self.nodes
@@ -33,9 +88,9 @@ impl Surface {
         self.position(seq).is_some()
     }
     pub fn position(&self, seq: u64) -> Option<usize> {
-        match self.pos.get(seq as usize) {
-            Some(&p) if p != NOT_ON => Some(p as usize),
-            _ => None,
+        match self.pos.get(seq) {
+            NOT_ON => None,
+            p => Some(p as usize),
         }
     }
 
@@ -106,9 +161,7 @@ impl Surface {
                 let p = self.at(*masked, "mask")?;
                 Self::require_sources(&[*masked], sources, "mask")?;
                 self.nodes[p] = seq;
-                if let Some(old) = self.pos.get_mut(*masked as usize) {
-                    *old = NOT_ON;
-                }
+                self.pos.set(*masked, NOT_ON);
                 self.set(seq, p);
                 return Ok(());
             }
@@ -145,11 +198,7 @@ impl Surface {
     }
 
     fn set(&mut self, seq: u64, at: usize) {
-        let i = seq as usize;
-        if self.pos.len() <= i {
-            self.pos.resize(i + 1, NOT_ON);
-        }
-        self.pos[i] = at as u32;
+        self.pos.set(seq, at as u32);
     }
 
     fn reindex_from(&mut self, from: usize) {
@@ -159,7 +208,7 @@ impl Surface {
     }
 
     fn reindex(&mut self) {
-        self.pos.fill(NOT_ON);
+        self.pos.clear();
         for i in 0..self.nodes.len() {
             self.set(self.nodes[i], i);
         }

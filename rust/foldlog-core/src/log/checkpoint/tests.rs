@@ -193,3 +193,77 @@ fn completing_a_log_whose_prefix_changed_fails_and_leaves_it_partial() {
     assert!(complete(&mut back).is_err());
     assert!(is_partial(&back));
 }
+
+#[test]
+fn a_restored_log_holds_what_its_surface_reads_not_a_slot_per_event() {
+    let path = temp("held");
+    let header = Header::new("s", 0, &Value::Null, &Value::Null).unwrap();
+    let mut log = EventLog::new(Some(header));
+    let sys = json!({"role": "system", "content": "be brief"});
+    log.append("system/message", &sys, 0, Some(SurfaceOp::Append), None)
+        .unwrap();
+    // a long history off the surface (streamed chunks), then a call and its result on it
+    const COVERED: u64 = 50_000;
+    while log.next_seq() < COVERED {
+        log.append("assistant/chunk", &json!({"text": "x"}), 0, None, None)
+            .unwrap();
+    }
+    let call = json!({"role": "assistant", "content": "",
+        "tool_calls": [{"id": "c1", "type": "function",
+            "function": {"name": "read", "arguments": "{}"}}]});
+    log.append(
+        "assistant/message",
+        &json!({"message": call}),
+        0,
+        Some(SurfaceOp::Append),
+        None,
+    )
+    .unwrap();
+    let a = log.next_seq() - 1;
+    let res = json!({"role": "tool", "tool_call_id": "c1", "content": "ok"});
+    log.append(
+        "tool/result",
+        &json!({"message": res}),
+        0,
+        Some(SurfaceOp::Append),
+        Some(vec![a]),
+    )
+    .unwrap();
+    log.mark_flushed(log.len());
+    std::fs::write(&path, jsonl::file_bytes(log.header(), log.events())).unwrap();
+    let ckpt = encode(&log, &path).unwrap().unwrap();
+    let mut back = restore(&ckpt, &path).unwrap().log;
+    assert_eq!(back.len(), log.len());
+    // the system message, the call and its result: no place taken for the 49,999 chunks
+    assert_eq!(back.held().held(), 3);
+    assert!(back.event(1).is_none());
+    let small = 64 * 1024;
+    assert!(
+        back.heap_bytes() < small,
+        "{} bytes held",
+        back.heap_bytes()
+    );
+    // nor do the caches kept by seq: counts and serialised messages
+    let tok = crate::tokens::Tokenizer::get(crate::tokens::Encoding::Cl100k).unwrap();
+    let counted = back.surface_token_total(tok).unwrap();
+    assert_eq!(counted, log.surface_token_total(tok).unwrap());
+    let wire = |l: &mut EventLog| {
+        crate::body::WireBody::new(b"[", l.wire_messages(crate::body::WireStyle::Keep), b"]")
+            .to_vec()
+    };
+    assert_eq!(wire(&mut back), wire(&mut log));
+    assert!(
+        back.heap_bytes() < small,
+        "{} bytes held",
+        back.heap_bytes()
+    );
+    assert!(log.heap_bytes() > COVERED as usize * std::mem::size_of::<Event>());
+    // appending goes on after the prefix; completing reads it all
+    let more = json!({"role": "user", "content": "next"});
+    back.append("user/message", &more, 0, Some(SurfaceOp::Append), None)
+        .unwrap();
+    assert_eq!(back.held().held(), 4);
+    complete(&mut back).unwrap();
+    assert_eq!(back.held().held(), back.len());
+    assert_eq!(back.event(1).map(Event::kind), Some("assistant/chunk"));
+}
