@@ -279,12 +279,16 @@ BOUNDS = {
     "on each request (O(connections)). Now the body's rest is drained in the background so the "
     "connection goes back to the pool, HTTP/1.1 without a proxy goes through a constant-time pool "
     "under httpx (`providers/http/pool.py` on plain asyncio), and SSE is decoded in the core: the "
-    "process's CPU per session·step fell from 4.5–5.1 ms to ~2.2 ms. What bounds it now: httpx's "
-    "own request handling (~28 % of the event loop), reading the reply (~15 %), the cost meter's "
-    "sync waiting on the log's lock while a worker fsyncs (~10 %); the stream's parse is under 3 %. "
-    "To close the rest: fewer httpx layers per request (a request object reused per session) and "
-    "the meter's sync off the step's path. Idle memory: an idle agent drops its turn's tool results "
-    "and its inbox event (tracemalloc 19.6 → 11.0 KB of Python objects per agent).",
+    "process's CPU per session·step fell from 4.5–5.1 ms to ~2.2 ms. Then the cost meter's sync "
+    "(12 % of the event loop) left the step's path (a reply is priced with its request's model; the "
+    "ledger reads the log only where totals are read) and the POST is built once per client and "
+    "handed to the pool (`LeanPost`; httpx's build_request/send/cookie layers were ~15 %): CPU per "
+    "session·step −25 % (3.8 → 2.9 ms, 200 sessions, interleaved runs on a loaded machine). What "
+    "bounds it now (thread-time profile): httpcore/h11 handling of request and response headers "
+    "(~28 % of the event loop), reading the reply (~17 %), the background drain of the body after "
+    "`[DONE]` (~8 %), the tool batch (~8.5 %), log appends (~7 %). Idle memory: an idle agent drops "
+    "its turn's tool results and its inbox event (tracemalloc 19.6 → 11.0 KB of Python objects per "
+    "agent).",
     "B2": "the step itself (3 appends + incremental derive) is small; building the request body "
     "(`wire_json()`) serialises the whole history every step, O(size of the session). To close: cache each "
     "message's serialised JSON and send the body as a list of cached chunks.",
