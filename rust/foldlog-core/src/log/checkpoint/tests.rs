@@ -14,6 +14,31 @@ fn temp(name: &str) -> PathBuf {
     dir.join("s.jsonl")
 }
 
+/// A read call `id` and its `ok` result, both on the surface.
+fn call_and_result(log: &mut EventLog, id: &str) {
+    let call = json!({"role": "assistant", "content": "",
+        "tool_calls": [{"id": id, "type": "function",
+            "function": {"name": "read", "arguments": "{}"}}]});
+    log.append(
+        "assistant/message",
+        &json!({"message": call}),
+        0,
+        Some(SurfaceOp::Append),
+        None,
+    )
+    .unwrap();
+    let a = log.next_seq() - 1;
+    let res = json!({"role": "tool", "tool_call_id": id, "content": "ok"});
+    log.append(
+        "tool/result",
+        &json!({"message": res}),
+        0,
+        Some(SurfaceOp::Append),
+        Some(vec![a]),
+    )
+    .unwrap();
+}
+
 /// A log of `turns` user/assistant/tool exchanges, folded halfway, written to `path`.
 fn written(path: &Path, turns: u64) -> EventLog {
     let header = Header::new("s", 0, &Value::Null, &Value::Null).unwrap();
@@ -25,27 +50,7 @@ fn written(path: &Path, turns: u64) -> EventLog {
         let user = json!({"role": "user", "content": format!("question {t}")});
         log.append("user/message", &user, 0, Some(SurfaceOp::Append), None)
             .unwrap();
-        let call = json!({"role": "assistant", "content": "",
-            "tool_calls": [{"id": format!("c{t}"), "type": "function",
-                "function": {"name": "read", "arguments": "{}"}}]});
-        log.append(
-            "assistant/message",
-            &json!({"message": call}),
-            0,
-            Some(SurfaceOp::Append),
-            None,
-        )
-        .unwrap();
-        let a = log.next_seq() - 1;
-        let res = json!({"role": "tool", "tool_call_id": format!("c{t}"), "content": "ok"});
-        log.append(
-            "tool/result",
-            &json!({"message": res}),
-            0,
-            Some(SurfaceOp::Append),
-            Some(vec![a]),
-        )
-        .unwrap();
+        call_and_result(&mut log, &format!("c{t}"));
         if t == turns / 2 {
             let nodes = log.surface().nodes().to_vec();
             let (start, end) = (nodes[1], nodes[nodes.len() - 1]);
@@ -208,27 +213,7 @@ fn a_restored_log_holds_what_its_surface_reads_not_a_slot_per_event() {
         log.append("assistant/chunk", &json!({"text": "x"}), 0, None, None)
             .unwrap();
     }
-    let call = json!({"role": "assistant", "content": "",
-        "tool_calls": [{"id": "c1", "type": "function",
-            "function": {"name": "read", "arguments": "{}"}}]});
-    log.append(
-        "assistant/message",
-        &json!({"message": call}),
-        0,
-        Some(SurfaceOp::Append),
-        None,
-    )
-    .unwrap();
-    let a = log.next_seq() - 1;
-    let res = json!({"role": "tool", "tool_call_id": "c1", "content": "ok"});
-    log.append(
-        "tool/result",
-        &json!({"message": res}),
-        0,
-        Some(SurfaceOp::Append),
-        Some(vec![a]),
-    )
-    .unwrap();
+    call_and_result(&mut log, "c1");
     log.mark_flushed(log.len());
     std::fs::write(&path, jsonl::file_bytes(log.header(), log.events())).unwrap();
     let ckpt = encode(&log, &path).unwrap().unwrap();
