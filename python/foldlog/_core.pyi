@@ -1,6 +1,6 @@
 """Type stubs of the Rust extension (checked by ``mypy.stubtest`` in ``make lint``)."""
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from os import PathLike
 from typing import Any, Final, final
 
@@ -132,6 +132,10 @@ def checkpoint_restore(
     data: bytes, path: str | PathLike[str]
 ) -> tuple[Log | None, int, bool, str | None]: ...
 def checkpoint_partial(log: Log) -> bool: ...
+def checkpoint_encode_rows(log: Log) -> bytes | None: ...
+def checkpoint_restore_rows(
+    data: bytes, stored: bytes, loader: Callable[[int], bytes]
+) -> tuple[Log | None, int, bool, str | None]: ...
 
 # --- content blocks (rust/foldlog-py/src/content.rs) ------------------------------------------
 

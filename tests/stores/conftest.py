@@ -105,7 +105,7 @@ def _truncate(dsn: str) -> None:
     import psycopg
 
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("TRUNCATE foldlog.events, foldlog.sessions")
+        conn.execute("TRUNCATE foldlog.checkpoints, foldlog.events, foldlog.sessions")
 
 
 @pytest.fixture

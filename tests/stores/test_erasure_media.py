@@ -57,14 +57,14 @@ def _found(spec: dict[str, Any], data: bytes) -> list[str]:
             ).fetchone() or (0,)
             if rows:
                 where.append("foldlog.media rows")
-        for table in ("foldlog.events", "foldlog.sessions", "foldlog.media"):
+        for table in ("foldlog.events", "foldlog.sessions", "foldlog.media", "foldlog.checkpoints"):
             for piece in pieces[len(pieces) // 2 :]:  # the base64 pieces: text a row's text holds
                 (rows,) = conn.execute(
                     f"SELECT count(*) FROM {table} AS t WHERE t::text LIKE %s", (f"%{piece.decode()}%",)
                 ).fetchone() or (0,)
                 if rows:
                     where.append(f"{table} rows")
-        for table in ("foldlog.events", "foldlog.sessions", "foldlog.media"):
+        for table in ("foldlog.events", "foldlog.sessions", "foldlog.media", "foldlog.checkpoints"):
             conn.execute(f"VACUUM FULL {table}")
         conn.execute("CHECKPOINT")
         files = _relation_files(conn)

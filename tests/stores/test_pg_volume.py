@@ -20,7 +20,7 @@ from tests.stores.store_logdata import header_line, parse_log, step_batch
 @pytest.fixture
 def clean_dsn(pg_dsn: str) -> str:
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute("TRUNCATE foldlog.events, foldlog.sessions")
+        conn.execute("TRUNCATE foldlog.checkpoints, foldlog.events, foldlog.sessions")
     return pg_dsn
 
 

@@ -324,7 +324,7 @@ def test_the_command_prunes_a_postgres_store(pg_dsn: str, tmp_path: Path) -> Non
     spec = {"kind": "postgres", "dsn": pg_dsn}
     with PostgresStore(pg_dsn) as store:
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
-            conn.execute("TRUNCATE foldlog.events, foldlog.sessions")
+            conn.execute("TRUNCATE foldlog.checkpoints, foldlog.events, foldlog.sessions")
         for sid, days in (("cli-old", 40), ("cli-new", 1)):
             write(store, sid)
             age(spec, store, sid, days)

@@ -20,7 +20,7 @@ def _history(session: Session) -> list[str]:
 
 def test_a_postgres_fork_copies_the_history_and_lists_under_its_parent(pg_dsn: str) -> None:
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute("TRUNCATE foldlog.events, foldlog.sessions")
+        conn.execute("TRUNCATE foldlog.checkpoints, foldlog.events, foldlog.sessions")
     with PostgresStore(pg_dsn) as store:
         parent = Session.open(store, "pg-parent", system="sys")
         parent.add({"role": "user", "content": "q"})

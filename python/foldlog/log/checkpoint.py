@@ -11,6 +11,11 @@ rest first, once. A checkpoint that does not match its log (edited, truncated, r
 another version, corrupt) is ignored with a `CheckpointIgnoredWarning` and the whole log is
 loaded. A checkpoint is a cache: failing to write one never fails the session
 (docs/retention.md, "Checkpoints").
+
+A store whose writer keeps checkpoints itself (`StoreWriterBase.store_checkpoint`: the
+PostgreSQL store's ``foldlog.checkpoints``) gets the core's rows checkpoint, checked against the
+stored line of the last event it covers; a log restored from it reads the rest of its rows from
+the store when it is completed (`StoreWriterBase.read_prefix`).
 """
 
 from __future__ import annotations
@@ -75,7 +80,9 @@ def read_for_writer(
     events after the checkpoint, never the whole file (its tail torn or without its newline: the
     checkpoint is not used, and the whole log is read and parsed, which reports it); any other
     log is read whole under the writer's lock, a fork with its parent's events."""
-    restored = restore(path, stacklevel=4) if path is not None else None
+    restored = (
+        restore(path, stacklevel=4) if path is not None else restore_stored(writer, source, stacklevel=4)
+    )
     if restored is not None:
         return (*restored, 0)
     data, shift = writer.read_log(), 0
@@ -87,15 +94,60 @@ def read_for_writer(
     return core, info, shift
 
 
+def restore_stored(
+    writer: StoreWriterBase, source: str, *, stacklevel: int = 3
+) -> tuple[_native.Log, dict[str, Any]] | None:
+    """The log ``writer`` continues, restored from the checkpoint its store keeps (with the rows
+    stored after it), as `restore`; ``None`` when its store keeps none for it or it is not used
+    (a warning when it does not match the stored rows)."""
+    kept = writer.read_checkpoint()
+    if kept is None:
+        return None
+    data, stored = kept
+    core, _tail, warn, reason = _native.checkpoint_restore_rows(data, stored, writer.read_prefix)
+    if core is None:
+        if warn:
+            warnings.warn(
+                CheckpointIgnoredWarning(
+                    f"session {source}: its checkpoint: {reason}; loading the whole log"
+                ),
+                stacklevel=stacklevel,
+            )
+        return None
+    return core, {"torn": None, "valid_len": 0, "missing_newline": False}
+
+
+def keep(core: _native.Log, writer: StoreWriterBase) -> bool:
+    """Write the checkpoint of ``core``, whose events ``writer`` has all stored (right after a
+    flush): beside the log for a file writer (`write`), else in the store when it keeps them
+    (`StoreWriterBase.store_checkpoint`). Returns whether one was written."""
+    if writer.path is not None:
+        return write(core, writer.path)
+    if not _worth_one(core):
+        return False
+    try:
+        data = _native.checkpoint_encode_rows(core)
+    except FoldlogError as exc:
+        log.warning("session %s: no checkpoint written (%s)", (core.header or {}).get("id"), exc)
+        return False
+    return data is not None and writer.store_checkpoint(data, len(core))
+
+
+def _worth_one(core: _native.Log) -> bool:
+    """A log under `MIN_EVENTS` events and a fork's log (whose history starts in its parent's)
+    get no checkpoint."""
+    header = core.header
+    parent = header.get("parent") if header else None
+    return len(core) >= MIN_EVENTS and not (isinstance(parent, dict) and parent.get("kind") == "fork")
+
+
 def write(core: _native.Log, log_path: Path) -> bool:
     """Write the checkpoint of ``core``, whose events are all stored at ``log_path`` (the caller
     has just flushed), atomically (temp file, rename). Not fsynced: a checkpoint is a cache, and
     one cut by a crash fails its own digest and is ignored. A log under `MIN_EVENTS` events and
     a fork's log (whose history starts in its parent's file) get none. Returns whether one was
     written; a failure is logged."""
-    header = core.header
-    parent = header.get("parent") if header else None
-    if len(core) < MIN_EVENTS or (isinstance(parent, dict) and parent.get("kind") == "fork"):
+    if not _worth_one(core):
         return False
     ckpt = checkpoint_path(log_path)
     tmp = ckpt.with_name(f"{ckpt.name}.{os.getpid()}.tmp")

@@ -335,8 +335,8 @@ class Session(TokenCounts):
         with self._lock:
             self._count_batch()
             writer.append_from(self._core)
-            if self._checkpoint_due and writer.path is not None:  # a compaction ended: a small surface
-                self._checkpoint_due = not checkpoint.write(self._core, writer.path)
+            if self._checkpoint_due:  # a compaction ended: a small surface
+                self._checkpoint_due = not checkpoint.keep(self._core, writer)
 
     def approve(self, call_id: str) -> int:
         """Approve a call the paused turn waits for (docs/durable-runs.md): the answer is appended
@@ -423,8 +423,7 @@ class Session(TokenCounts):
                 return
             if self._writer is not None:
                 self.flush()
-                if self._writer.path is not None:
-                    checkpoint.write(core, self._writer.path)
+                checkpoint.keep(core, self._writer)
                 self._writer.suspend()
             else:
                 self._released = zlib.compress(core.to_bytes(), 1)
@@ -442,7 +441,10 @@ class Session(TokenCounts):
 
                     core, info = checkpoint.restore(path) or read_file(path)
                 else:
-                    core, info = _native.Log.parse(self._writer.read_log(), source, allow_empty=False)
+                    restored = checkpoint.restore_stored(self._writer, source)
+                    core, info = restored or _native.Log.parse(
+                        self._writer.read_log(), source, allow_empty=False
+                    )
                 if info["torn"] is not None:
                     raise StorageError(f"session {source} changed in its store while it was released")
                 _native.mark_flushed(core, len(core))

@@ -128,6 +128,28 @@ class StoreWriterBase(ABC):
         write takes it up again. The default holds nothing to let go of."""
         return None
 
+    # A store that keeps a session's checkpoint itself (`foldlog.log.checkpoint`: a file
+    # writer's is a file beside its log, written through `path`) declares these three.
+
+    def store_checkpoint(self, data: bytes, events: int) -> bool:
+        """Keep ``data``, the checkpoint of the stored log's first ``events`` events (all of it,
+        just flushed), in place of the one kept before; returns whether it was kept. The default
+        keeps none."""
+        return False
+
+    def read_checkpoint(self) -> tuple[bytes, bytes] | None:
+        """The kept checkpoint and the stored lines from the last event it covers on (its check,
+        then the tail), or ``None`` when there is none (the default)."""
+        return None
+
+    def read_prefix(self, events: int) -> bytes:
+        """The header and the first ``events`` events of the stored log, as JSONL: what completes
+        a log restored from `read_checkpoint`'s checkpoint. The default reads the whole log and
+        cuts it."""
+        data = self.read_log()
+        lines = data.split(b"\n", events + 1)
+        return b"\n".join(lines[: events + 1]) + b"\n"
+
 
 class _ProtocolWriter(StoreWriterBase):
     """A writer that implements only `StoreWriter`, with the declared defaults."""

@@ -367,8 +367,11 @@ def _lock_holder(conn: psycopg.Connection[Any], session_id: str) -> str:
     return _holder_text(row[0], int(row[1]))
 
 
-def _read_chunks(conn: psycopg.Connection[Any], session_id: str) -> Iterator[bytes]:
-    """Header line, then the event lines in seq order as a few big ``bytes`` chunks.
+def _read_chunks(
+    conn: psycopg.Connection[Any], session_id: str, events: int | None = None
+) -> Iterator[bytes]:
+    """Header line, then the event lines in seq order (the first ``events`` only, when given) as
+    a few big ``bytes`` chunks.
 
     Events are append-only and ``last_seq`` only moves forward in the same transaction as the
     inserts, so reading up to the ``last_seq`` seen first is a consistent snapshot without a
@@ -381,6 +384,10 @@ def _read_chunks(conn: psycopg.Connection[Any], session_id: str) -> Iterator[byt
     if row is None:
         raise StorageError(f"session {session_id!r} does not exist")
     header, last_seq, size = str(row[0]), int(row[1]), int(row[2])
+    if events is not None:
+        if events - 1 > last_seq:
+            raise StorageError(f"session {session_id!r} holds {last_seq + 1} events, not {events}")
+        last_seq = events - 1
     yield header.encode("utf-8") + b"\n"
     if last_seq < 0:
         return
@@ -469,6 +476,29 @@ class PostgresWriter(StoreWriterBase):
         try:
             return b"".join(_read_chunks(self._live(), self.session_id))
         except driver.OperationalError as exc:
+            raise self._lost(exc) from exc
+
+    def read_prefix(self, events: int) -> bytes:
+        try:
+            return b"".join(_read_chunks(self._live(), self.session_id, events))
+        except _psycopg().OperationalError as exc:
+            raise self._lost(exc) from exc
+
+    def store_checkpoint(self, data: bytes, events: int) -> bool:
+        """Kept in ``foldlog.checkpoints`` (`foldlog.stores.postgres_checkpoint`)."""
+        from foldlog.stores import postgres_checkpoint
+
+        try:
+            return postgres_checkpoint.store(self._live(), self.session_id, data, events)
+        except _psycopg().Error as exc:
+            raise self._lost(exc) from exc
+
+    def read_checkpoint(self) -> tuple[bytes, bytes] | None:
+        from foldlog.stores import postgres_checkpoint
+
+        try:
+            return postgres_checkpoint.read(self._live(), self.session_id)
+        except _psycopg().OperationalError as exc:
             raise self._lost(exc) from exc
 
     def append(self, lines: bytes, first_seq: int, count: int) -> None:

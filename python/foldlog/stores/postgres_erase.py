@@ -4,8 +4,9 @@ One transaction on the writer's own connection, which holds the session's adviso
 of the erased events get their tombstone lines (UPDATE), the erasure event is appended through
 ``foldlog.append()`` (its optimistic check: the log ends where the erasure was planned), and the
 session's row gets its size and its preview again (the preview is the start of the first user
-message: it may be the erased text), and the ``foldlog.media`` rows only the erased events
-referenced are deleted (`foldlog.stores.media_erase`). Nothing of it is stored unless all of it is.
+message: it may be the erased text), its checkpoint is deleted (it holds lines of the events),
+and the ``foldlog.media`` rows only the erased events referenced are deleted
+(`foldlog.stores.media_erase`). Nothing of it is stored unless all of it is.
 
 An UPDATE leaves the old row versions behind as dead tuples until a vacuum removes them, so the
 erasure then vacuums the tables (`VACUUM` cannot run inside the transaction): afterwards the
@@ -72,6 +73,8 @@ def erase_rows(
                     )
             cur.execute("SELECT foldlog.append(%s, %s, 1, %b)", (session_id, erasure_seq, erasure))
             cur.execute(_SESSION_ROW_SQL, {"id": session_id, "user": USER_MESSAGE})
+            # the checkpoint holds lines of the erased events (and covers rows that changed)
+            cur.execute("DELETE FROM foldlog.checkpoints WHERE session_id = %s", (session_id,))
             removed = delete_rows(cur, media, since)
     _vacuum(conn, ("foldlog.media",) if removed else ())
     return removed
@@ -80,7 +83,7 @@ def erase_rows(
 def _vacuum(conn: psycopg.Connection[Any], more: tuple[str, ...] = ()) -> None:
     """Remove the old row versions now (a role that may not vacuum the tables leaves them to
     autovacuum, with a warning)."""
-    for table in ("foldlog.events", "foldlog.sessions", *more):
+    for table in ("foldlog.events", "foldlog.sessions", "foldlog.checkpoints", *more):
         try:
             conn.execute(f"VACUUM {table}")
         except Exception as exc:  # the erasure is stored; only the clean-up failed

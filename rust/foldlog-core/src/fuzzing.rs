@@ -29,6 +29,13 @@ fn event_lines(events: &[Event]) -> Vec<&str> {
 /// torn-tail bookkeeping is consistent, the valid prefix alone loads to the same events, the
 /// serialised log reads back to the same events, and projection and the send normalizer run.
 pub fn reader(data: &[u8]) {
+    // the envelope scanner takes a line only when serde reads it, and reads it the same
+    for line in data
+        .split(|&b| b == b'\n')
+        .filter_map(|l| std::str::from_utf8(l).ok())
+    {
+        crate::event::check_scan(line);
+    }
     let Ok(Loaded {
         mut log,
         torn,

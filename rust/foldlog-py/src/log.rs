@@ -26,6 +26,9 @@ pub struct Log {
     pub(crate) objects: Objects,
     /// Restored from a checkpoint and not completed (see `checkpoint.rs`).
     partial: AtomicBool,
+    /// What reads a store's rows for completing a log restored from its checkpoint: called with
+    /// the number of events the checkpoint covered, it returns the header and those events.
+    pub(crate) prefix_loader: std::sync::Mutex<Option<Py<PyAny>>>,
 }
 
 impl Log {
@@ -34,6 +37,7 @@ impl Log {
             partial: AtomicBool::new(checkpoint::is_partial(&log)),
             inner: RwLock::new(log),
             objects: Objects::default(),
+            prefix_loader: std::sync::Mutex::new(None),
         }
     }
 }
@@ -92,9 +96,17 @@ impl Log {
         if !self.partial.load(Ordering::Acquire) {
             return Ok(());
         }
-        self.with_ready_write(py, checkpoint::complete)?
-            .map_err(|e| err_to_py(py, e, None))?;
+        match self.with_ready_read(py, checkpoint::prefix_from_store)? {
+            Some(events) => {
+                let stored = self.read_prefix(py, events)?;
+                self.with_ready_write(py, |l| checkpoint::complete_from(l, &stored))?
+            }
+            None => self.with_ready_write(py, checkpoint::complete)?,
+        }
+        .map_err(|e| err_to_py(py, e, None))?;
         self.partial.store(false, Ordering::Release);
+        // the store is not read again: let go of it
+        self.prefix_loader.lock().map_err(poisoned)?.take();
         Ok(())
     }
     /// The write lock for a store's flush, already without the GIL (`FileWriter.append_from`):
@@ -339,7 +351,7 @@ impl Log {
             let segments = log.wire_messages(style);
             let tail = log.update_send();
             let seqs = log.derived_seqs().to_vec();
-            let items: Vec<wire::Sent> = log.send_items().iter().cloned().chain(tail).collect();
+            let items: Vec<wire::Sent> = log.send_items().chain(tail).collect();
             (
                 items
                     .into_iter()

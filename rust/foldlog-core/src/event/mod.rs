@@ -17,12 +17,14 @@ mod header;
 pub mod media_ref;
 mod op;
 mod parse;
+mod scan;
 pub mod shape;
 pub mod validate;
 
 pub use header::{Header, FORMAT_VERSION};
 pub use op::SurfaceOp;
 pub(crate) use parse::Parsed;
+pub(crate) use scan::check as check_scan;
 
 /// Bytes shared by every event read from one file or one `bytes` object.
 pub type Buffer = Arc<[u8]>;
@@ -98,11 +100,21 @@ const HAS_TOKENS: u8 = 2;
 /// so the log's rules, applied in line order, need not read the line again.
 const DATA_OBJECT: u8 = 4;
 
-/// What few events have: an unknown type's name, a rewriting surface op.
+/// What few events have: an unknown type's name, a rewriting surface op, `sourceEventSeqs`
+/// (kept here, not in every event: 16 bytes an event, issue 31.3).
 #[derive(Debug, Clone, Default)]
 struct Rare {
     kind: Option<Box<str>>,
     op: Option<SurfaceOp>,
+    sources: Option<Box<[u64]>>,
+}
+
+/// What not every event has, behind one pointer (8 bytes in every event rather than 16, issue
+/// 31.3): a surface event's shape, the rare fields.
+#[derive(Debug, Clone, Default)]
+struct More {
+    shape: Option<Shape>,
+    rare: Option<Box<Rare>>,
 }
 
 /// One event of the log.
@@ -118,9 +130,7 @@ pub struct Event {
     op: u8,
     flags: u8,
     pub seq: u64,
-    sources: Option<Box<[u64]>>,
-    shape: Option<Box<Shape>>,
-    rare: Option<Box<Rare>>,
+    more: Option<Box<More>>,
 }
 
 impl Event {
@@ -172,20 +182,30 @@ impl Event {
             op: OP_NONE,
             flags: u8::from(data.is_object()) * DATA_OBJECT,
             seq,
-            sources: sources.map(Vec::into_boxed_slice),
-            shape: None,
-            rare: None,
+            more: None,
         };
         if ev.kind == OTHER {
             ev.rare_mut().kind = Some(kind.into());
         }
+        ev.set_sources(sources);
         ev.set_op(surface_op);
         ev.reshape();
         ev
     }
 
     fn rare_mut(&mut self) -> &mut Rare {
-        self.rare.get_or_insert_with(Box::default)
+        let more = self.more.get_or_insert_with(Box::default);
+        more.rare.get_or_insert_with(Box::default)
+    }
+
+    fn rare(&self) -> Option<&Rare> {
+        self.more.as_ref()?.rare.as_deref()
+    }
+
+    fn set_sources(&mut self, sources: Option<Vec<u64>>) {
+        if let Some(s) = sources {
+            self.rare_mut().sources = Some(s.into_boxed_slice());
+        }
     }
 
     fn set_op(&mut self, op: Option<SurfaceOp>) {
@@ -216,17 +236,13 @@ impl Event {
             // nested past the parser's depth limit: what the projection derives from it
             Err(_) => Shape::of_projection(role, &crate::project::project(self, |_| None)),
         };
-        self.shape = Some(Box::new(shape));
+        self.more.get_or_insert_with(Box::default).shape = Some(shape);
     }
 
     pub fn kind(&self) -> &str {
         match KNOWN_TYPES.get(self.kind as usize) {
             Some(k) => k,
-            None => self
-                .rare
-                .as_ref()
-                .and_then(|r| r.kind.as_deref())
-                .unwrap_or(""),
+            None => self.rare().and_then(|r| r.kind.as_deref()).unwrap_or(""),
         }
     }
     /// The exact JSON line of this event (no newline).
@@ -247,11 +263,11 @@ impl Event {
         match self.op {
             OP_NONE => None,
             OP_APPEND => Some(&APPEND),
-            _ => self.rare.as_ref().and_then(|r| r.op.as_ref()),
+            _ => self.rare().and_then(|r| r.op.as_ref()),
         }
     }
     pub fn sources(&self) -> Option<&[u64]> {
-        self.sources.as_deref()
+        self.rare()?.sources.as_deref()
     }
     pub fn ignorable(&self) -> bool {
         self.flags & IGNORABLE != 0
@@ -262,10 +278,10 @@ impl Event {
     }
     /// The shape of a surface event's message (`None` for other events).
     pub fn shape(&self) -> Option<&Shape> {
-        self.shape.as_deref()
+        self.more.as_ref()?.shape.as_ref()
     }
     pub(crate) fn shape_mut(&mut self) -> Option<&mut Shape> {
-        self.shape.as_deref_mut()
+        self.more.as_mut()?.shape.as_mut()
     }
     /// Whether this event's line shares its buffer with other events (a log read from a file or
     /// from bytes): rewriting the line then copies it out, and the buffer stays alive for the
@@ -290,12 +306,16 @@ impl Event {
     /// Bytes this event holds apart from its line (for memory accounting).
     pub fn heap_bytes(&self) -> usize {
         std::mem::size_of::<Event>()
-            + self.sources.as_ref().map_or(0, |s| s.len() * 8)
-            + self.shape.as_ref().map_or(0, |s| s.heap_bytes())
-            + self
-                .rare
-                .as_ref()
-                .map_or(0, |_| std::mem::size_of::<Rare>())
+            + self.more.as_ref().map_or(0, |m| {
+                // a shape's own bytes are in `More`: what it holds beyond them
+                let shape = m.shape.as_ref().map_or(0, Shape::heap_bytes);
+                std::mem::size_of::<More>() + shape.saturating_sub(std::mem::size_of::<Shape>())
+            })
+            + self.rare().map_or(0, |r| {
+                std::mem::size_of::<Rare>()
+                    + r.kind.as_ref().map_or(0, |k| k.len())
+                    + r.sources.as_ref().map_or(0, |s| s.len() * 8)
+            })
     }
     /// `data.turn` and `data.step` without decoding the rest of `data`.
     pub fn turn_step(&self) -> (Option<u64>, Option<u64>) {
@@ -366,7 +386,7 @@ impl Event {
         let Some((start, end)) = parse::data_span(&line) else {
             return;
         };
-        let old = self.shape.take();
+        let old = self.more.as_mut().and_then(|m| m.shape.take());
         let old_line = self.line().to_string();
         self.buf = Arc::from(line.as_bytes());
         self.start = 0;
@@ -376,7 +396,7 @@ impl Event {
         self.flags |= HAS_TOKENS;
         // the shape's spans point into the old line: read it again from the new one
         self.reshape();
-        if let (Some(new), Some(old)) = (self.shape.as_deref_mut(), old.as_deref()) {
+        if let (Some(new), Some(old)) = (self.shape_mut(), old.as_ref()) {
             new.keep_call_fill(old, &old_line);
         }
     }

@@ -15,8 +15,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::{
-    kind_index, turn_step, Buffer, Event, Rare, SurfaceOp, DATA_OBJECT, HAS_TOKENS, IGNORABLE,
-    OTHER,
+    kind_index, turn_step, Buffer, Event, SurfaceOp, DATA_OBJECT, HAS_TOKENS, IGNORABLE, OTHER,
 };
 use crate::error::{Error, Result};
 use crate::event::is_known_type;
@@ -40,16 +39,17 @@ struct Envelope<'a> {
     ignorable: bool,
 }
 
-/// What an envelope holds, from either reading.
-struct Read<'a> {
-    kind: Cow<'a, str>,
-    seq: Option<u64>,
-    data: Option<&'a RawValue>,
-    surface_op: Option<&'a RawValue>,
-    sources: Option<Vec<u64>>,
-    ignorable: bool,
+/// What an envelope holds, from any reading (`data` and `surfaceOp` as their raw JSON texts).
+#[derive(Debug, PartialEq)]
+pub(super) struct Read<'a> {
+    pub kind: Cow<'a, str>,
+    pub seq: Option<u64>,
+    pub data: Option<&'a str>,
+    pub surface_op: Option<&'a str>,
+    pub sources: Option<Vec<u64>>,
+    pub ignorable: bool,
     /// Conservative: true unless the envelope is known to have no `tokens` key.
-    tokens: bool,
+    pub tokens: bool,
 }
 
 impl<'a> From<Envelope<'a>> for Read<'a> {
@@ -57,8 +57,8 @@ impl<'a> From<Envelope<'a>> for Read<'a> {
         Read {
             kind: d.kind,
             seq: d.seq,
-            data: d.data,
-            surface_op: d.surface_op,
+            data: d.data.map(RawValue::get),
+            surface_op: d.surface_op.map(RawValue::get),
             sources: d.sources,
             ignorable: d.ignorable,
             tokens: true,
@@ -138,8 +138,8 @@ impl<'de> Deserialize<'de> for Fast<'de> {
                 Ok(Fast(Read {
                     kind,
                     seq: seq.flatten(),
-                    data: data.flatten(),
-                    surface_op: op.flatten(),
+                    data: data.flatten().map(RawValue::get),
+                    surface_op: op.flatten().map(RawValue::get),
                     sources: sources.flatten(),
                     ignorable: ignorable.unwrap_or(false),
                     tokens,
@@ -152,6 +152,14 @@ impl<'de> Deserialize<'de> for Fast<'de> {
 
 /// The envelope of `line`, or the struct's error with whether it is broken syntax.
 fn envelope(line: &str) -> std::result::Result<Read<'_>, (bool, Error)> {
+    match super::scan::envelope(line) {
+        Some(env) => Ok(env),
+        None => serde_envelope(line),
+    }
+}
+
+/// The envelope of `line` as serde reads it: the reference the scanner of `scan.rs` follows.
+pub(super) fn serde_envelope(line: &str) -> std::result::Result<Read<'_>, (bool, Error)> {
     if let Ok(Fast(env)) = serde_json::from_str::<Fast>(line) {
         return Ok(env);
     }
@@ -203,9 +211,9 @@ impl Parsed {
         let data = env
             .data
             .ok_or_else(|| Error::invalid(format!("{kind} event #{seq} without \"data\"")))?;
-        let data_start = data.get().as_ptr() as usize - line.as_ptr() as usize;
-        let data_end = data_start + data.get().len();
-        let surface_op = match env.surface_op.map(RawValue::get) {
+        let data_start = data.as_ptr() as usize - line.as_ptr() as usize;
+        let data_end = data_start + data.len();
+        let surface_op = match env.surface_op {
             None | Some("null") => None,
             // nearly every surface event appends: skip building a Value for it
             Some("\"append\"") => Some(SurfaceOp::Append),
@@ -227,18 +235,14 @@ impl Parsed {
             flags: u8::from(env.ignorable) * IGNORABLE
                 + u8::from(env.tokens) * HAS_TOKENS
                 // a raw value starts at its first byte (no blanks before it)
-                + u8::from(data.get().starts_with('{')) * DATA_OBJECT,
+                + u8::from(data.starts_with('{')) * DATA_OBJECT,
             seq,
-            sources: env.sources.map(Vec::into_boxed_slice),
-            shape: None,
-            rare: None,
+            more: None,
         };
         if index == OTHER {
-            event.rare = Some(Box::new(Rare {
-                kind: Some(kind.into_owned().into_boxed_str()),
-                op: None,
-            }));
+            event.rare_mut().kind = Some(kind.into_owned().into_boxed_str());
         }
+        event.set_sources(env.sources);
         event.set_op(surface_op);
         event.reshape();
         let turn_step = match event.kind() {

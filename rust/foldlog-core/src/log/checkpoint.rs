@@ -18,6 +18,12 @@
 //! can miss: an edit in place (same file, same length) of bytes outside the sampled blocks. Such
 //! an edit is still found when the log is completed, which compares the events held with the
 //! prefix as read.
+//!
+//! A store whose events are rows (PostgreSQL) keeps its checkpoints too ([`encode_rows`],
+//! [`restore_rows`]): the store deletes a session's checkpoint in the transaction that changes
+//! rows it covers (an erasure, a deletion), and the check is the stored line of the last event
+//! covered, read with the tail; completing such a log takes the prefix's bytes from the store
+//! ([`complete_from`]).
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::os::unix::fs::{FileExt, MetadataExt};
@@ -40,7 +46,8 @@ const SPREAD: u64 = 30;
 /// Where a partial log's prefix is stored, and how much of it the checkpoint covered.
 #[derive(Debug, Clone)]
 pub struct Prefix {
-    path: PathBuf,
+    /// The log file, or `None` for rows in a store (whose caller reads them: [`complete_from`]).
+    path: Option<PathBuf>,
     bytes: u64,
     events: usize,
 }
@@ -129,17 +136,59 @@ fn kept_seqs(log: &EventLog) -> BTreeSet<u64> {
     kept
 }
 
+/// The events a checkpoint of `log` holds, as lines, and the head fields every checkpoint has;
+/// `None` when the log lacks an event it would need (a partial log: the next whole load writes it).
+fn head_and_body(log: &EventLog) -> Option<(serde_json::Map<String, Value>, Vec<u8>)> {
+    let kept = kept_seqs(log);
+    let mut body = Vec::new();
+    for &seq in &kept {
+        let line = log.events.get(seq)?.line();
+        body.extend_from_slice(line.as_bytes());
+        body.push(b'\n');
+    }
+    let head = json!({
+        "checkpoint": CHECKPOINT_VERSION,
+        "format": FORMAT_VERSION,
+        "core": CORE_VERSION,
+        "events": log.len(),
+        "header": log.header().map(|h| h.line.clone()),
+        "surface": log.surface.nodes(),
+        "rewriteVersion": log.rewrite_version,
+        "openTurn": log.open_turn.map(|t| json!([t.turn, t.step])),
+        "lastTurn": log.last_turn,
+        "openCompaction": log.open_compaction,
+        "kept": kept.iter().collect::<Vec<_>>(),
+        "body": digest(0, &body).to_string(),
+    });
+    let Value::Object(head) = head else {
+        unreachable!("json! of an object")
+    };
+    Some((head, body))
+}
+
+fn joined(head: serde_json::Map<String, Value>, body: &[u8]) -> Vec<u8> {
+    let mut out = serde_json::to_vec(&Value::Object(head)).expect("a Value serialises");
+    out.push(b'\n');
+    out.extend_from_slice(body);
+    out
+}
+
+fn all_flushed(log: &EventLog) -> Result<()> {
+    if log.flushed() != log.len() {
+        return Err(Error::storage(
+            "a checkpoint covers stored events only: flush first",
+        ));
+    }
+    Ok(())
+}
+
 /// The checkpoint of `log`, stored in full at `path` (every event flushed, the file exactly
 /// the log's bytes: the writer calls this right after a flush). `None` for a log with no events.
 pub fn encode(log: &EventLog, path: &Path) -> Result<Option<Vec<u8>>> {
     if log.is_empty() {
         return Ok(None);
     }
-    if log.flushed() != log.len() {
-        return Err(Error::storage(
-            "a checkpoint covers stored events only: flush first",
-        ));
-    }
+    all_flushed(log)?;
     let file = File::open(path).map_err(|e| io_err(path, e))?;
     let meta = file.metadata().map_err(|e| io_err(path, e))?;
     let len = meta.len();
@@ -156,39 +205,31 @@ pub fn encode(log: &EventLog, path: &Path) -> Result<Option<Vec<u8>>> {
         )));
     }
     let check = prefix_check(&file, len).map_err(|e| io_err(path, e))?;
-    let kept = kept_seqs(log);
-    let mut body = Vec::new();
-    for &seq in &kept {
-        let Some(ev) = log.events.get(seq) else {
-            // a partial log lacks an event the checkpoint would need: the next whole load writes it
-            return Ok(None);
-        };
-        let line = ev.line();
-        body.extend_from_slice(line.as_bytes());
-        body.push(b'\n');
+    let Some((mut head, body)) = head_and_body(log) else {
+        return Ok(None);
+    };
+    head.insert("bytes".into(), json!(len));
+    head.insert("check".into(), json!(check.to_string()));
+    head.insert("dev".into(), json!(meta.dev().to_string()));
+    head.insert("ino".into(), json!(meta.ino().to_string()));
+    Ok(Some(joined(head, &body)))
+}
+
+/// The checkpoint of `log`, whose events are all stored as rows (a database store): checked,
+/// when restored, against the stored line of its last event ([`restore_rows`]). `None` for a
+/// log with no events.
+pub fn encode_rows(log: &EventLog) -> Result<Option<Vec<u8>>> {
+    if log.is_empty() {
+        return Ok(None);
     }
-    let head = json!({
-        "checkpoint": CHECKPOINT_VERSION,
-        "format": FORMAT_VERSION,
-        "core": CORE_VERSION,
-        "bytes": len,
-        "events": log.len(),
-        "check": check.to_string(),
-        "dev": meta.dev().to_string(),
-        "ino": meta.ino().to_string(),
-        "header": log.header().map(|h| h.line.clone()),
-        "surface": log.surface.nodes(),
-        "rewriteVersion": log.rewrite_version,
-        "openTurn": log.open_turn.map(|t| json!([t.turn, t.step])),
-        "lastTurn": log.last_turn,
-        "openCompaction": log.open_compaction,
-        "kept": kept.iter().collect::<Vec<_>>(),
-        "body": digest(0, &body).to_string(),
-    });
-    let mut out = serde_json::to_vec(&head).expect("a Value serialises");
-    out.push(b'\n');
-    out.extend_from_slice(&body);
-    Ok(Some(out))
+    all_flushed(log)?;
+    let last = log.events.last().expect("not empty").line();
+    let Some((mut head, body)) = head_and_body(log) else {
+        return Ok(None);
+    };
+    head.insert("store".into(), json!("rows"));
+    head.insert("last".into(), json!(digest(1, last.as_bytes()).to_string()));
+    Ok(Some(joined(head, &body)))
 }
 
 /// A log restored from a checkpoint, with its tail read.
@@ -218,8 +259,9 @@ fn seqs_of(head: &Value, key: &str) -> std::result::Result<Vec<u64>, NotUsed> {
         .ok_or_else(|| mismatch(format!("checkpoint field {key:?} is not a list of seqs")))
 }
 
-/// Restore the log at `path` from its checkpoint `data`, then read the events after it.
-pub fn restore(data: &[u8], path: &Path) -> std::result::Result<Restored, NotUsed> {
+/// The checkpoint's head and body, checked for version and corruption; `rows`: whether it must
+/// be a rows checkpoint (`encode_rows`) or a file's.
+fn opened(data: &[u8], rows: bool) -> std::result::Result<(Value, &[u8]), NotUsed> {
     let split = memchr::memchr(b'\n', data).ok_or_else(|| mismatch("checkpoint is cut"))?;
     let head: Value = serde_json::from_slice(&data[..split])
         .map_err(|e| mismatch(format!("checkpoint is corrupt ({e})")))?;
@@ -233,11 +275,27 @@ pub fn restore(data: &[u8], path: &Path) -> std::result::Result<Restored, NotUse
             version.0, version.1
         )));
     }
+    if (head.get("store").and_then(Value::as_str) == Some("rows")) != rows {
+        let (is, want) = if rows {
+            ("file", "rows")
+        } else {
+            ("rows", "file")
+        };
+        return Err(mismatch(format!(
+            "a checkpoint of a {is} log, not of {want}"
+        )));
+    }
     if digest(0, body) != u64_of(&head, "body")? {
         return Err(mismatch(
             "checkpoint is corrupt (its events do not match their digest)",
         ));
     }
+    Ok((head, body))
+}
+
+/// Restore the log at `path` from its checkpoint `data`, then read the events after it.
+pub fn restore(data: &[u8], path: &Path) -> std::result::Result<Restored, NotUsed> {
+    let (head, body) = opened(data, false)?;
     let file = File::open(path).map_err(|e| mismatch(format!("cannot read the log: {e}")))?;
     let meta = file
         .metadata()
@@ -261,8 +319,34 @@ pub fn restore(data: &[u8], path: &Path) -> std::result::Result<Restored, NotUse
             "the log's bytes differ from those the checkpoint covers",
         ));
     }
-    let mut log = build(&head, body, path, bytes)?;
-    let tail = read_tail(&mut log, &file, bytes, meta.len())?;
+    let mut log = build(&head, body, Some(path), bytes)?;
+    let tail = read_at(&file, bytes, (meta.len() - bytes) as usize).map_err(|e| NotUsed {
+        warn: false,
+        reason: e.to_string(),
+    })?;
+    let tail = read_tail(&mut log, &tail)?;
+    Ok(Restored { log, tail })
+}
+
+/// Restore a log stored as rows from its checkpoint `data` (`encode_rows`) and `stored`: the
+/// stored lines from the last event the checkpoint covers on (seq `events - 1`, its check), as
+/// JSONL. The tail after it is read under the log's rules.
+pub fn restore_rows(data: &[u8], stored: &[u8]) -> std::result::Result<Restored, NotUsed> {
+    let (head, body) = opened(data, true)?;
+    let n = u64_of(&head, "events")?;
+    let split = memchr::memchr(b'\n', stored).unwrap_or(stored.len());
+    let first = crate::reader::trim_line(&stored[..split]);
+    let last_seq = std::str::from_utf8(first)
+        .ok()
+        .and_then(|t| Event::parse(t).ok())
+        .map(|e| e.seq);
+    if n == 0 || last_seq != Some(n - 1) || digest(1, first) != u64_of(&head, "last")? {
+        return Err(mismatch(
+            "the stored events differ from those the checkpoint covers",
+        ));
+    }
+    let mut log = build(&head, body, None, 0)?;
+    let tail = read_tail(&mut log, stored.get(split + 1..).unwrap_or_default())?;
     Ok(Restored { log, tail })
 }
 
@@ -270,7 +354,7 @@ pub fn restore(data: &[u8], path: &Path) -> std::result::Result<Restored, NotUse
 fn build(
     head: &Value,
     body: &[u8],
-    path: &Path,
+    path: Option<&Path>,
     bytes: u64,
 ) -> std::result::Result<EventLog, NotUsed> {
     let header = match field(head, "header")?.as_str() {
@@ -324,25 +408,20 @@ fn build(
         });
     log.flushed = n;
     log.partial = Some(Box::new(Prefix {
-        path: path.to_path_buf(),
+        path: path.map(Path::to_path_buf),
         bytes,
         events: n,
     }));
     Ok(log)
 }
 
-/// Read the events stored after the checkpoint onto the partial log, under the log's rules.
-fn read_tail(
-    log: &mut EventLog,
-    file: &File,
-    from: u64,
-    to: u64,
-) -> std::result::Result<usize, NotUsed> {
+/// Read the events stored after the checkpoint (`tail`) onto the partial log, under the log's
+/// rules; a tail that cannot be read alone is left to the full load (`warn` false).
+fn read_tail(log: &mut EventLog, tail: &[u8]) -> std::result::Result<usize, NotUsed> {
     let full = |why: String| NotUsed {
         warn: false,
         reason: why,
     };
-    let tail = read_at(file, from, (to - from) as usize).map_err(|e| full(e.to_string()))?;
     if !tail.is_empty() && tail.last() != Some(&b'\n') {
         return Err(full("the log's last line is incomplete".into()));
     }
@@ -366,20 +445,47 @@ pub fn is_partial(log: &EventLog) -> bool {
     log.partial.is_some()
 }
 
+/// The number of events a partial log's prefix holds when the caller must read them from its
+/// store for [`complete_from`] (a rows checkpoint); `None` for a complete log or a file's.
+pub fn prefix_from_store(log: &EventLog) -> Option<usize> {
+    log.partial
+        .as_deref()
+        .filter(|p| p.path.is_none())
+        .map(|p| p.events)
+}
+
 /// Read a partial log's whole prefix and make it a complete log: the events appended since the
 /// checkpoint move onto the prefix as read, under the log's rules. Fails (the log unchanged)
-/// when the stored prefix does not hold the events the partial log holds.
+/// when the stored prefix does not hold the events the partial log holds. A log restored from
+/// rows takes its prefix from the caller: [`complete_from`].
 pub fn complete(log: &mut EventLog) -> Result<()> {
     let Some(prefix) = log.partial.as_deref() else {
         return Ok(());
     };
-    let file = File::open(&prefix.path).map_err(|e| io_err(&prefix.path, e))?;
-    let bytes = read_at(&file, 0, prefix.bytes as usize).map_err(|e| io_err(&prefix.path, e))?;
-    let loaded = crate::reader::read_stored(&bytes)?;
+    let Some(path) = prefix.path.as_deref() else {
+        return Err(Error::storage(
+            "a log restored from a store's checkpoint is completed from its store's rows",
+        ));
+    };
+    let file = File::open(path).map_err(|e| io_err(path, e))?;
+    let bytes = read_at(&file, 0, prefix.bytes as usize).map_err(|e| io_err(path, e))?;
+    complete_from(log, &bytes)
+}
+
+/// Complete a partial log from `stored`: its log's header and exactly the events the
+/// checkpoint covered ([`prefix_from_store`] says how many).
+pub fn complete_from(log: &mut EventLog, stored: &[u8]) -> Result<()> {
+    let Some(prefix) = log.partial.as_deref() else {
+        return Ok(());
+    };
+    let loaded = crate::reader::read_stored(stored)?;
     let changed = || {
+        let name = prefix
+            .path
+            .as_deref()
+            .map_or_else(|| "the session".to_string(), |p| p.display().to_string());
         Error::storage(format!(
-            "{} changed in its store since its checkpoint was read",
-            prefix.path.display()
+            "{name} changed in its store since its checkpoint was read"
         ))
     };
     let mut full = loaded.log;

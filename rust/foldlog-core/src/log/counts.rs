@@ -4,11 +4,26 @@ use super::events::BySeq;
 use super::EventLog;
 use crate::tokens::{TokenError, Tokenizer};
 
-/// One event's count, and whether part of it is the estimate of non-text content.
+/// One event's count, and whether part of it is the estimate of non-text content, in 4 bytes
+/// with room for "none" (the cache keeps a slot per event: 8 bytes an event as a struct, issue
+/// 31.3): `tokens << 1 | estimated`, plus one. Counts saturate at 2³¹ − 2 (a message that size
+/// is over 2 GB).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Counted {
-    tokens: u32,
-    estimated: bool,
+struct Counted(std::num::NonZeroU32);
+
+impl Counted {
+    const MAX: u32 = (1 << 31) - 2;
+
+    fn new(tokens: u32, estimated: bool) -> Counted {
+        let packed = (tokens.min(Self::MAX) << 1 | u32::from(estimated)) + 1;
+        Counted(std::num::NonZeroU32::new(packed).expect("one added"))
+    }
+    fn tokens(self) -> u32 {
+        (self.0.get() - 1) >> 1
+    }
+    fn estimated(self) -> bool {
+        (self.0.get() - 1) & 1 == 1
+    }
 }
 
 /// Per-tokenizer counts of surface events and the running total of the current surface.
@@ -109,7 +124,7 @@ impl EventLog {
                 cache.per_seq.get(seq).copied().or_else(|| {
                     events[seq as usize]
                         .cached_count(id)
-                        .map(|(tokens, estimated)| Counted { tokens, estimated })
+                        .map(|(tokens, estimated)| Counted::new(tokens, estimated))
                 })
             })
             .collect();
@@ -139,10 +154,8 @@ impl EventLog {
                         continue;
                     }
                 };
-                let counted = Counted {
-                    tokens: u32::try_from(n.tokens).unwrap_or(u32::MAX),
-                    estimated: n.estimated,
-                };
+                let counted =
+                    Counted::new(u32::try_from(n.tokens).unwrap_or(u32::MAX), n.estimated);
                 let seq = seqs[k];
                 cache.per_seq.set(seq, Some(counted));
                 // kept in the line of an event still to be written, so that it travels with
@@ -152,7 +165,7 @@ impl EventLog {
                 if seq as usize >= self.flushed {
                     let ev = self.events.get_mut(seq).expect("a derived event is held");
                     if !ev.shares_buffer() {
-                        ev.set_cached_count(id, counted.tokens, counted.estimated);
+                        ev.set_cached_count(id, counted.tokens(), counted.estimated());
                     }
                 }
             }
@@ -162,8 +175,8 @@ impl EventLog {
         }
         for &s in &seqs {
             if let Some(c) = cache.per_seq.get(s) {
-                cache.total += u64::from(c.tokens);
-                cache.estimated += usize::from(c.estimated);
+                cache.total += u64::from(c.tokens());
+                cache.estimated += usize::from(c.estimated());
             }
         }
         cache.counted = start + seqs.len();
@@ -180,9 +193,9 @@ impl EventLog {
         let cache = self.token_cache.as_ref().expect("set by surface_tokens");
         Ok(self
             .derived
-            .seqs_unchecked()
+            .seqs_unchecked(&self.surface)
             .iter()
-            .map(|&s| cache.per_seq.get(s).map_or(0, |c| c.tokens))
+            .map(|&s| cache.per_seq.get(s).map_or(0, |c| c.tokens()))
             .collect())
     }
 
@@ -200,7 +213,7 @@ impl EventLog {
             match cache.per_seq.get(ev.seq).copied() {
                 Some(c) if ev.cached_count(id).is_none() => {
                     let mut with_count = ev.clone();
-                    with_count.set_cached_count(id, c.tokens, c.estimated);
+                    with_count.set_cached_count(id, c.tokens(), c.estimated());
                     out.extend_from_slice(with_count.line().as_bytes());
                 }
                 _ => out.extend_from_slice(ev.line().as_bytes()),

@@ -10,24 +10,31 @@ use super::{EventLog, Events, Message};
 use crate::event::shape::Shape;
 use crate::event::Event;
 use crate::project::project;
+use crate::surface::Surface;
 use crate::wire::History;
 
 /// The derived messages of the surface nodes `..nodes`, valid for generation `gen`.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Derived {
-    seqs: Vec<u64>,
+    /// Their seqs, once some node derives nothing; `None` while every node derives a message:
+    /// they are then the surface's first `nodes` nodes, not held twice (8 bytes a message,
+    /// issue 31.3).
+    seqs: Option<Vec<u64>>,
     nodes: usize,
     gen: u64,
 }
 
 impl Derived {
     pub(super) fn heap_bytes(&self) -> usize {
-        self.seqs.capacity() * 8
+        self.seqs.as_ref().map_or(0, |s| s.capacity() * 8)
     }
 
-    /// The seqs as last brought up to date (callers derive first).
-    pub(super) fn seqs_unchecked(&self) -> &[u64] {
-        &self.seqs
+    /// The seqs as last brought up to date (callers derive first), given the log's surface.
+    pub(super) fn seqs_unchecked<'a>(&'a self, surface: &'a Surface) -> &'a [u64] {
+        match &self.seqs {
+            Some(seqs) => seqs,
+            None => &surface.nodes()[..self.nodes],
+        }
     }
 }
 
@@ -43,19 +50,26 @@ impl EventLog {
     pub fn derived_seqs(&mut self) -> &[u64] {
         let d = &mut self.derived;
         if d.gen != self.rewrite_version {
-            d.seqs.clear();
+            d.seqs = None;
             d.nodes = 0;
             d.gen = self.rewrite_version;
         }
         let nodes = self.surface.nodes();
-        for &seq in &nodes[d.nodes..] {
+        for (k, &seq) in nodes.iter().enumerate().skip(d.nodes) {
             let derives = self.events[seq as usize].shape().is_some_and(|s| !s.silent);
-            if derives {
-                d.seqs.push(seq);
+            match &mut d.seqs {
+                Some(seqs) if derives => seqs.push(seq),
+                None if !derives => {
+                    // the first node that derives nothing: from here on the seqs are a list
+                    let mut seqs = Vec::with_capacity(nodes.len());
+                    seqs.extend_from_slice(&nodes[..k]);
+                    d.seqs = Some(seqs);
+                }
+                _ => {}
             }
         }
         d.nodes = nodes.len();
-        &d.seqs
+        d.seqs_unchecked(&self.surface)
     }
 
     /// How many messages the surface derives.
@@ -68,7 +82,7 @@ impl EventLog {
         self.derived_seqs();
         LogHistory {
             events: &self.events,
-            seqs: &self.derived.seqs,
+            seqs: self.derived.seqs_unchecked(&self.surface),
         }
     }
 
@@ -88,7 +102,7 @@ impl EventLog {
         self.derived_seqs();
         let events = &self.events;
         self.derived
-            .seqs
+            .seqs_unchecked(&self.surface)
             .par_iter()
             .map(|&s| materialize(events, s).expect("a derived seq projects to a message"))
             .collect()

@@ -112,7 +112,7 @@ impl Index<usize> for Events {
     }
 }
 
-/// Values kept per event (counts, serialised messages) for the events a log holds: a slot per
+/// Values kept per event (token counts) for the events a log holds: a slot per
 /// seq from the log's `base` on, a map for the few below it, so that a partial log's caches do
 /// not take room for the events it does not hold.
 #[derive(Debug, Clone)]

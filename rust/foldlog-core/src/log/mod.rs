@@ -111,6 +111,11 @@ impl EventLog {
     pub fn reserve(&mut self, more: usize) {
         self.events.reserve(more);
     }
+    /// A log just read: give back the room the surface's vectors grew beyond what they hold
+    /// (its events were reserved ahead, the derivation is sized when first made).
+    pub(crate) fn loaded(&mut self) {
+        self.surface.shrink_to_fit();
+    }
     pub fn next_seq(&self) -> u64 {
         self.events.len() as u64
     }

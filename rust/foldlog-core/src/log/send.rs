@@ -1,11 +1,11 @@
 //! The send plan and the serialised messages of requests, kept incrementally: after appends a
 //! request plans and serialises only what is new.
+use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use rayon::prelude::*;
 
 use super::derive::materialize;
-use super::events::BySeq;
 use super::EventLog;
 use crate::body::{self, Messages, Segment, SharedSegments, WireMessages, WireStyle};
 use crate::wire::{History, Sent};
@@ -24,47 +24,99 @@ struct SendCache {
     gen: u64,
     /// Derived messages `..cut` are planned; the plan of the rest is redone per request.
     cut: usize,
-    items: Vec<Sent>,
+    items: PlanItems,
 }
 
-/// One style's serialised messages: per event (a projection never changes, so these survive
-/// rewrites) and, for the current generation, the final part of the send plan in order.
+/// Items of a send plan: `Same(0)`, `Same(1)`, … `Same(same - 1)` — what a plan that changes
+/// nothing holds, kept as a count rather than 16 bytes an item (issue 31.3) — then `rest`.
+#[derive(Debug, Clone, Default)]
+struct PlanItems {
+    same: usize,
+    rest: Vec<Sent>,
+}
+
+impl PlanItems {
+    fn len(&self) -> usize {
+        self.same + self.rest.len()
+    }
+
+    fn extend(&mut self, items: Vec<Sent>) {
+        for item in items {
+            match item {
+                Sent::Same(i) if self.rest.is_empty() && i == self.same => self.same += 1,
+                other => self.rest.push(other),
+            }
+        }
+    }
+
+    /// Items `from..`.
+    fn since(&self, from: usize) -> impl Iterator<Item = Sent> + '_ {
+        let rest = &self.rest[from.saturating_sub(self.same).min(self.rest.len())..];
+        (from.min(self.same)..self.same)
+            .map(Sent::Same)
+            .chain(rest.iter().cloned())
+    }
+}
+
+/// One style's serialised messages, for the current generation: the final part of the send plan
+/// in order (shared with the bodies that send it), the seq of each (to reuse them after a
+/// rewrite: a projection never changes), and the last request's tail (reused when it is sent
+/// again or becomes final). Nothing is kept by seq: a slot per event took 24 bytes an event,
+/// most of them empty (issue 31.3).
 #[derive(Debug, Default)]
 struct WireCache {
-    per_seq: BySeq<Segment>,
     list: SharedSegments,
+    /// The seq of the event behind each segment of `list` ([`NOT_DERIVED`] for a message the
+    /// plan made).
+    seqs: Vec<u64>,
+    tail: Vec<(u64, Segment)>,
     gen: u64,
     /// Sum of the lengths of `list`'s segments.
     bytes: usize,
 }
+
+/// The seq of a segment of a message that no event derives (the plan made it).
+const NOT_DERIVED: u64 = u64::MAX;
 
 impl Clone for WireCache {
     /// A copy gets its own list: two logs must never append to one shared list.
     fn clone(&self) -> Self {
         let list = self.list.read().unwrap_or_else(|e| e.into_inner()).clone();
         WireCache {
-            per_seq: self.per_seq.clone(),
             list: Arc::new(RwLock::new(list)),
+            seqs: self.seqs.clone(),
+            tail: self.tail.clone(),
             gen: self.gen,
             bytes: self.bytes,
         }
     }
 }
 
+impl WireCache {
+    /// The segments it keeps (each once: the tail is never in the list), with `f` on each.
+    fn each_segment<R>(&self, f: impl Fn(&Segment) -> R) -> Vec<R> {
+        let list = self.list.read().unwrap_or_else(|e| e.into_inner());
+        list.iter()
+            .chain(self.tail.iter().map(|t| &t.1))
+            .map(f)
+            .collect()
+    }
+}
+
 impl SendState {
     pub(super) fn heap_bytes(&self) -> usize {
-        let plan = self.plan.items.capacity() * std::mem::size_of::<Sent>();
+        let plan = self.plan.items.rest.capacity() * std::mem::size_of::<Sent>();
         let wire: usize = self
             .wire
             .iter()
             .flatten()
             .map(|c| {
-                let per_seq = c.per_seq.heap_bytes();
-                // a segment is shared by the per-event cache and the list: count it once (the
-                // spans it borrows are the log's lines: `borrowed_buffers`)
-                let segments: usize = c.per_seq.values().map(Segment::heap_bytes).sum();
-                let list = c.list.read().map_or(0, |l| l.capacity() * 16);
-                per_seq + segments + list
+                // the spans segments borrow are the log's lines: `borrowed_buffers`
+                let segments: usize = c.each_segment(Segment::heap_bytes).iter().sum();
+                let list =
+                    c.list.read().map_or(0, |l| l.capacity()) * std::mem::size_of::<Segment>();
+                let tail = c.tail.capacity() * std::mem::size_of::<(u64, Segment)>();
+                std::mem::size_of::<WireCache>() + segments + list + c.seqs.capacity() * 8 + tail
             })
             .sum();
         plan + wire
@@ -76,7 +128,7 @@ impl SendState {
         self.wire
             .iter()
             .flatten()
-            .flat_map(|c| c.per_seq.values().filter_map(Segment::borrowed))
+            .flat_map(|c| c.each_segment(Segment::borrowed).into_iter().flatten())
     }
 }
 
@@ -104,8 +156,8 @@ impl EventLog {
     }
 
     /// The final part of the send plan of the current generation (see [`EventLog::update_send`]).
-    pub fn send_items(&self) -> &[Sent] {
-        &self.send.plan.items
+    pub fn send_items(&self) -> impl Iterator<Item = Sent> + '_ {
+        self.send.plan.items.since(0)
     }
 
     /// The serialised messages of the next request in `style`. Messages are serialised once
@@ -117,30 +169,39 @@ impl EventLog {
             .iter()
             .position(|s| *s == style)
             .expect("every style is in ALL");
-        let mut cache = self.send.wire[slot].take().unwrap_or_else(|| {
-            Box::new(WireCache {
-                per_seq: BySeq::new(self.events.base()),
-                ..WireCache::default()
-            })
-        });
+        let mut cache = self.send.wire[slot].take().unwrap_or_default();
         let gen = self.rewrite_version;
-        cache.per_seq.cover(self.events.len());
+        // what was serialised and may be sent again: the last tail, and after a rewrite the
+        // old list too (by seq)
+        let mut known: HashMap<u64, Segment> =
+            std::mem::take(&mut cache.tail).into_iter().collect();
         let have = cache.list.read().unwrap_or_else(|e| e.into_inner()).len();
         if cache.gen != gen || have > self.send.plan.items.len() {
             // a new generation gets a new list: bodies still holding the old one keep it intact
-            cache.list = SharedSegments::default();
+            let old = std::mem::take(&mut cache.list);
+            let old = old.read().unwrap_or_else(|e| e.into_inner());
+            known.extend(cache.seqs.drain(..).zip(old.iter().cloned()));
+            known.remove(&NOT_DERIVED);
             cache.gen = gen;
             cache.bytes = 0;
         }
         let have = cache.list.read().unwrap_or_else(|e| e.into_inner()).len();
-        let new = self.segments(&mut cache.per_seq, &self.send.plan.items[have..], style);
+        let stable: Vec<Sent> = self.send.plan.items.since(have).collect();
+        let (new, seqs) = self.segments(&known, &stable, style);
         cache.bytes += new.iter().map(|s| s.len()).sum::<usize>();
+        cache.seqs.extend(seqs);
         let count = {
             let mut list = cache.list.write().unwrap_or_else(|e| e.into_inner());
             list.extend(new);
             list.len()
         };
-        let tail = self.segments(&mut cache.per_seq, &tail, style);
+        let (tail, tail_seqs) = self.segments(&known, &tail, style);
+        drop(known);
+        cache.tail = tail_seqs
+            .into_iter()
+            .zip(tail.iter().cloned())
+            .filter(|t| t.0 != NOT_DERIVED)
+            .collect();
         let tail_bytes = tail.iter().map(|s| s.len()).sum::<usize>();
         let len = cache.bytes + tail_bytes + (count + tail.len()).saturating_sub(1);
         let messages = Messages {
@@ -157,53 +218,51 @@ impl EventLog {
         }
     }
 
-    /// Segments of plan items: derived messages from the per-event cache (built and serialised
-    /// when missing, in parallel when there are many, as after loading a long log), new ones
-    /// made.
+    /// Segments of plan items, and the seq of each ([`NOT_DERIVED`] for messages the plan
+    /// made): derived messages from `known` (serialised before), else built and serialised (in
+    /// parallel when there are many, as after loading a long log); new ones made.
     fn segments(
         &self,
-        per_seq: &mut BySeq<Segment>,
+        known: &HashMap<u64, Segment>,
         items: &[Sent],
         style: WireStyle,
-    ) -> Vec<Segment> {
-        let seqs = self.derived.seqs_unchecked();
-        let missing: Vec<usize> = items
-            .iter()
-            .filter_map(|item| match item {
-                Sent::Same(i) if per_seq.get(seqs[*i]).is_none() => Some(*i),
-                _ => None,
-            })
-            .collect();
+    ) -> (Vec<Segment>, Vec<u64>) {
+        let seqs = self.derived.seqs_unchecked(&self.surface);
         let events = &self.events;
         // the message's longest text borrowed from its event's line where the line writes it
         // as the request does (most tool results and texts): not held twice
-        let serialise = |&i: &usize| -> Segment {
-            let ev = &events[seqs[i] as usize];
-            let m = materialize(events, seqs[i]).expect("a derived seq projects to a message");
-            let (buf, start) = ev.line_buffer();
-            Segment::of_line(
-                body::message_json(&m, style),
-                &m,
-                buf,
-                start,
-                ev.line().len(),
-            )
+        let serialise = |item: &Sent| -> (Segment, u64) {
+            match item {
+                Sent::Same(i) => {
+                    let seq = seqs[*i];
+                    if let Some(seg) = known.get(&seq) {
+                        return (seg.clone(), seq);
+                    }
+                    let ev = &events[seq as usize];
+                    let m = materialize(events, seq).expect("a derived seq projects to a message");
+                    let (buf, start) = ev.line_buffer();
+                    let seg = Segment::of_line(
+                        body::message_json(&m, style),
+                        &m,
+                        buf,
+                        start,
+                        ev.line().len(),
+                    );
+                    (seg, seq)
+                }
+                Sent::New(m) => (Segment::kept(body::message_json(m, style)), NOT_DERIVED),
+            }
         };
-        let made: Vec<Segment> = if missing.len() > 64 {
-            missing.par_iter().map(serialise).collect()
-        } else {
-            missing.iter().map(serialise).collect()
-        };
-        for (&i, seg) in missing.iter().zip(made) {
-            per_seq.set(seqs[i], Some(seg));
-        }
-        items
+        let missing = items
             .iter()
-            .map(|item| match item {
-                Sent::Same(i) => per_seq.get(seqs[*i]).cloned().expect("serialised above"),
-                Sent::New(m) => body::message_json(m, style).into(),
-            })
-            .collect()
+            .filter(|item| matches!(item, Sent::Same(i) if !known.contains_key(&seqs[*i])))
+            .count();
+        let made: Vec<(Segment, u64)> = if missing > 64 {
+            items.par_iter().map(serialise).collect()
+        } else {
+            items.iter().map(serialise).collect()
+        };
+        made.into_iter().unzip()
     }
 
     /// The send plan's messages (derived ones built from their events) for callers that want
@@ -217,5 +276,99 @@ impl EventLog {
                 Sent::New(m) => m,
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::body::WireBody;
+    use crate::event::SurfaceOp;
+
+    /// Where a segment's bytes live (the same allocation: the same message, not serialised again).
+    fn addr(s: &Segment) -> *const u8 {
+        match s {
+            Segment::Own(b) | Segment::Packed(b) => b.as_ptr(),
+            Segment::Spliced(s) => Arc::as_ptr(s).cast(),
+        }
+    }
+
+    fn sent(log: &mut EventLog) -> (Vec<u8>, Vec<*const u8>) {
+        let w = log.wire_messages(WireStyle::Keep);
+        let shared = w.messages.shared.read().unwrap()[..w.messages.count].to_vec();
+        let addrs = shared
+            .iter()
+            .chain(w.messages.tail.iter())
+            .map(addr)
+            .collect();
+        (WireBody::new(b"[", w, b"]").to_vec(), addrs)
+    }
+
+    fn session() -> EventLog {
+        let mut log = EventLog::new(None);
+        let long = "a tool result long enough to be borrowed from its line. ".repeat(4);
+        log.add_message(&json!({"role": "system", "content": "be brief"}), 1)
+            .unwrap();
+        for k in 0..5 {
+            log.add_message(&json!({"role": "user", "content": format!("q{k}")}), 1)
+                .unwrap();
+            log.add_message(
+                &json!({"role": "assistant", "content": "", "tool_calls": [{"id": format!("c{k}"),
+                        "type": "function", "function": {"name": "ls", "arguments": "{}"}}]}),
+                1,
+            )
+            .unwrap();
+            log.add_message(
+                &json!({"role": "tool", "tool_call_id": format!("c{k}"), "name": "ls",
+                        "content": long}),
+                1,
+            )
+            .unwrap();
+        }
+        log
+    }
+
+    #[test]
+    fn a_rewrite_sends_the_messages_serialised_before_and_the_bytes_of_a_fresh_log() {
+        let mut log = session();
+        let (_, before) = sent(&mut log);
+        let first_user = log.derived_seqs()[1];
+        log.add_message_with(
+            &json!({"role": "user", "content": "inserted"}),
+            2,
+            SurfaceOp::Insert { after: first_user },
+        )
+        .unwrap();
+        let (body, after) = sent(&mut log);
+        // every message but the inserted one is the one serialised before the rewrite
+        let mut want = before.clone();
+        want.insert(2, after[2]);
+        assert_eq!(after, want);
+        let mut fresh = crate::reader::read(&log.file_bytes()).unwrap().log;
+        assert_eq!(body, sent(&mut fresh).0);
+        // asked again with nothing new: nothing is serialised
+        assert_eq!(sent(&mut log).1, after);
+    }
+
+    #[test]
+    fn what_a_request_keeps_is_counted_in_the_heap() {
+        let mut log = session();
+        let before = log.heap_bytes();
+        let w = log.wire_messages(WireStyle::Keep);
+        let list = w.messages.shared.read().unwrap().clone();
+        let kept: usize = list
+            .iter()
+            .chain(w.messages.tail.iter())
+            .map(|s| s.heap_bytes() + std::mem::size_of::<Segment>())
+            .sum();
+        assert!(list.iter().any(|s| matches!(s, Segment::Packed(_))));
+        assert!(list.iter().any(|s| matches!(s, Segment::Spliced(_))));
+        assert!(
+            log.heap_bytes() >= before + kept,
+            "{} < {before} + {kept}",
+            log.heap_bytes()
+        );
     }
 }

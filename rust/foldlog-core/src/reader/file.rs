@@ -2,7 +2,7 @@
 //! several positioned reads at once (copying out of the page cache is a good part of a load).
 use std::fs::File;
 use std::mem::MaybeUninit;
-use std::os::unix::fs::FileExt;
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -18,17 +18,34 @@ fn read_err(path: &Path, e: std::io::Error) -> Error {
     Error::storage_io(format!("cannot read {}: {e}", path.display()), &e)
 }
 
-/// Fill `out` from `file` at `offset`; false when the file ended first.
-fn fill(file: &File, mut offset: u64, mut out: &mut [u8]) -> std::io::Result<bool> {
-    while !out.is_empty() {
-        match file.read_at(out, offset) {
-            Ok(0) => return Ok(false),
-            Ok(n) => {
-                out = &mut out[n..];
+/// Fill `out` from `file` at `offset`; false when the file ended first. `out` may be
+/// uninitialised: the kernel writes it (`pread`) and nothing here reads it, so the buffer is not
+/// zeroed first (a pass over every byte of the file, for nothing).
+fn fill(file: &File, mut offset: u64, out: &mut [MaybeUninit<u8>]) -> std::io::Result<bool> {
+    let mut done = 0;
+    while done < out.len() {
+        let rest = &mut out[done..];
+        // SAFETY: `rest` is valid for `rest.len()` bytes of writes, and the fd is open
+        let n = unsafe {
+            libc::pread(
+                file.as_raw_fd(),
+                rest.as_mut_ptr().cast::<libc::c_void>(),
+                rest.len(),
+                offset as libc::off_t,
+            )
+        };
+        match n {
+            0 => return Ok(false),
+            n if n > 0 => {
+                done += n as usize;
                 offset += n as u64;
             }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            _ => {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
         }
     }
     Ok(true)
@@ -64,14 +81,7 @@ pub(super) fn read(path: &Path) -> Result<Buffer> {
     let whole = slots
         .par_chunks_mut(size)
         .enumerate()
-        .map(|(i, piece)| {
-            // SAFETY: every byte is written (zeroed) before the slice is read as `u8`s
-            let piece: &mut [u8] = unsafe {
-                std::ptr::write_bytes(piece.as_mut_ptr(), 0, piece.len());
-                &mut *(piece as *mut [MaybeUninit<u8>] as *mut [u8])
-            };
-            fill(&file, (i * size) as u64, piece)
-        })
+        .map(|(i, piece)| fill(&file, (i * size) as u64, piece))
         .collect::<std::io::Result<Vec<bool>>>()
         .map_err(|e| read_err(path, e))?;
     if !whole.iter().all(|&w| w) {
@@ -80,6 +90,6 @@ pub(super) fn read(path: &Path) -> Result<Buffer> {
             .map(Arc::from)
             .map_err(|e| read_err(path, e));
     }
-    // SAFETY: every piece was zeroed, then filled
+    // SAFETY: every piece was filled whole (a piece that was not sent us to the read above)
     Ok(unsafe { buf.assume_init() })
 }

@@ -204,6 +204,7 @@ pub fn read_buffer(buf: Buffer) -> Result<Loaded> {
         base += chunk.line_count;
     }
     let missing_newline = valid_len > 0 && bytes[..valid_len].last() != Some(&b'\n');
+    log.loaded();
     Ok(Loaded {
         log,
         torn,

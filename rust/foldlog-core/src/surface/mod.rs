@@ -71,6 +71,13 @@ impl Surface {
             },
         }
     }
+    /// Give back the room its vectors took beyond what they hold (grown by doubling while a
+    /// log was read: up to half of them spare).
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.nodes.shrink_to_fit();
+        self.pos.slots.shrink_to_fit();
+        self.pos.below.shrink_to_fit();
+    }
     /// Bytes the surface holds (its nodes and their index).
     pub fn heap_bytes(&self) -> usize {
         self.nodes.capacity() * 8 + self.pos.heap_bytes()

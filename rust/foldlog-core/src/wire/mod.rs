@@ -16,6 +16,7 @@ use crate::log::Message;
 use crate::repair::NO_RESULT;
 
 pub mod blocks;
+mod packed;
 mod pairing;
 pub mod segment;
 

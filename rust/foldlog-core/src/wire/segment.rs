@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::packed;
 use crate::body::write_str;
 use crate::event::Buffer;
 
@@ -30,6 +31,8 @@ pub struct Spliced {
 pub enum Segment {
     Own(Arc<[u8]>),
     Spliced(Arc<Spliced>),
+    /// A short message with the fixed parts of the format packed (`wire::packed`).
+    Packed(Arc<[u8]>),
 }
 
 impl From<Vec<u8>> for Segment {
@@ -45,6 +48,14 @@ impl From<&[u8]> for Segment {
 }
 
 impl Segment {
+    /// `json` as a segment to keep: packed when short (`wire::packed`).
+    pub fn kept(json: Vec<u8>) -> Segment {
+        match packed::pack(&json) {
+            Some(p) => Segment::Packed(p.into()),
+            None => json.into(),
+        }
+    }
+
     /// `json` (the serialised `message`), with its longest string borrowed from `buf` instead
     /// of copied when the line `buf[start..start + len]` writes it exactly as `json` does.
     pub fn of_line(
@@ -55,16 +66,16 @@ impl Segment {
         len: usize,
     ) -> Segment {
         let Some(text) = longest_str(message) else {
-            return json.into();
+            return Segment::kept(json);
         };
         let mut written = Vec::with_capacity(text.len() + 2);
         write_str(text, &mut written);
         if written.len() < MIN_SPAN || json.len() > u32::MAX as usize {
-            return json.into();
+            return Segment::kept(json);
         }
         let line = &buf[start..start + len];
         let (Some(in_json), Some(in_line)) = (find(&json, &written), find(line, &written)) else {
-            return json.into();
+            return Segment::kept(json);
         };
         let mut own = json;
         own.drain(in_json..in_json + written.len());
@@ -77,13 +88,20 @@ impl Segment {
         }))
     }
 
-    /// Its bytes, in order (a whole segment is their concatenation).
-    pub fn parts(&self) -> [&[u8]; 3] {
+    /// Its bytes, in order (a whole segment is their concatenation); a packed one's unpacked.
+    fn parts(&self) -> [std::borrow::Cow<'_, [u8]>; 3] {
+        use std::borrow::Cow::Borrowed;
         match self {
-            Segment::Own(b) => [b, &[], &[]],
+            Segment::Own(b) => [Borrowed(b), Borrowed(&[]), Borrowed(&[])],
+            Segment::Packed(p) => {
+                let mut all = Vec::new();
+                packed::unpack_into(p, &mut all);
+                [all.into(), Borrowed(&[]), Borrowed(&[])]
+            }
             Segment::Spliced(s) => {
                 let (before, after) = s.own.split_at(s.at as usize);
-                [before, &s.buf[s.start..s.start + s.len as usize], after]
+                let span = &s.buf[s.start..s.start + s.len as usize];
+                [Borrowed(before), Borrowed(span), Borrowed(after)]
             }
         }
     }
@@ -92,6 +110,7 @@ impl Segment {
         match self {
             Segment::Own(b) => b.len(),
             Segment::Spliced(s) => s.own.len() + s.len as usize,
+            Segment::Packed(p) => packed::unpacked_len(p),
         }
     }
 
@@ -101,13 +120,15 @@ impl Segment {
 
     /// Its bytes in one buffer.
     pub fn to_vec(&self) -> Vec<u8> {
-        self.parts().concat()
+        let mut out = Vec::with_capacity(self.len());
+        self.copy_range(0, self.len(), &mut out);
+        out
     }
 
     /// Bytes it holds of its own (the span it borrows is the log's: see [`Segment::borrowed`]).
     pub fn heap_bytes(&self) -> usize {
         match self {
-            Segment::Own(b) => b.len() + 16,
+            Segment::Own(b) | Segment::Packed(b) => b.len() + 16,
             Segment::Spliced(s) => s.own.len() + std::mem::size_of::<Spliced>() + 16,
         }
     }
@@ -115,13 +136,19 @@ impl Segment {
     /// The buffer it borrows from (its address and length), if any.
     pub fn borrowed(&self) -> Option<(*const u8, usize)> {
         match self {
-            Segment::Own(_) => None,
+            Segment::Own(_) | Segment::Packed(_) => None,
             Segment::Spliced(s) => Some((s.buf.as_ptr(), s.buf.len())),
         }
     }
 
     /// Append the bytes `from..from + n` of this segment to `out`.
     pub fn copy_range(&self, mut from: usize, mut n: usize, out: &mut Vec<u8>) {
+        if let Segment::Packed(p) = self {
+            // a whole one (nearly always: bodies are written in large chunks) unpacks in place
+            if from == 0 && n == packed::unpacked_len(p) {
+                return packed::unpack_into(p, out);
+            }
+        }
         for part in self.parts() {
             if n == 0 {
                 break;
@@ -195,13 +222,15 @@ mod tests {
         let seg = Segment::of_line(json.clone(), &message, &buf, 0, buf.len());
         assert!(matches!(seg, Segment::Own(_)));
         let short = json!({"role": "user", "content": "hi"});
-        let seg = Segment::of_line(
-            serde_json::to_vec(&short).unwrap(),
-            &short,
-            &buf,
-            0,
-            buf.len(),
-        );
-        assert!(matches!(seg, Segment::Own(_)));
+        let json = crate::body::message_json(&short, crate::body::WireStyle::Keep);
+        let seg = Segment::of_line(json.clone(), &short, &buf, 0, buf.len());
+        // a short message is copied, its fixed parts packed
+        assert!(matches!(seg, Segment::Packed(_)));
+        assert_eq!((seg.to_vec(), seg.len()), (json.clone(), json.len()));
+        for from in 0..json.len() {
+            let mut out = Vec::new();
+            seg.copy_range(from, 5, &mut out);
+            assert_eq!(out, json[from..(from + 5).min(json.len())]);
+        }
     }
 }

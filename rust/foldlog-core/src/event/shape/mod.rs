@@ -76,7 +76,42 @@ pub struct Shape {
     /// A tool result's `name` (`toolName` or `name`), a user message's `name`.
     name: Str,
     calls: Box<[CallShape]>,
-    owned: Vec<Box<str>>,
+    owned: Owned,
+}
+
+/// A shape's own strings: nearly always none, so a thin pointer (8 bytes, where a `Vec` took 24
+/// in every shape: issue 31.3).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[allow(clippy::box_collection)] // the box is the point: one word where there are none
+struct Owned(Option<Box<Vec<Box<str>>>>);
+
+impl Owned {
+    fn of(strings: Vec<Box<str>>) -> Owned {
+        Owned((!strings.is_empty()).then(|| Box::new(strings)))
+    }
+
+    fn into_vec(self) -> Vec<Box<str>> {
+        self.0.map_or_else(Vec::new, |v| *v)
+    }
+
+    /// Add `s`; its index.
+    fn push(&mut self, s: Box<str>) -> u32 {
+        let v = self.0.get_or_insert_with(Box::default);
+        v.push(s);
+        v.len() as u32 - 1
+    }
+
+    fn get(&self, i: usize) -> &str {
+        self.0.as_ref().map_or("", |v| &v[i])
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.0.as_ref().map_or(0, |v| {
+            std::mem::size_of::<Vec<Box<str>>>()
+                + v.capacity() * std::mem::size_of::<Box<str>>()
+                + v.iter().map(|s| s.len()).sum::<usize>()
+        })
+    }
 }
 
 /// Builds a shape's strings: spans of `line` where the text is in it, else owned.
@@ -177,7 +212,7 @@ impl Shape {
             id,
             name,
             calls: calls.into_boxed_slice(),
-            owned: strings.owned,
+            owned: Owned::of(strings.owned),
         }
     }
 
@@ -197,7 +232,7 @@ impl Shape {
                 id: Str::NONE,
                 name: Str::NONE,
                 calls: Box::default(),
-                owned: Vec::new(),
+                owned: Owned::default(),
             };
         };
         fn text<'v>(v: &'v Value, k: &str) -> Option<&'v str> {
@@ -231,7 +266,7 @@ impl Shape {
             id,
             name,
             calls: calls.into_boxed_slice(),
-            owned: strings.owned,
+            owned: Owned::of(strings.owned),
         }
     }
 
@@ -239,7 +274,7 @@ impl Shape {
         if s.is_none() {
             None
         } else if s.start & OWN != 0 {
-            Some(&self.owned[(s.start & !OWN) as usize])
+            Some(self.owned.get((s.start & !OWN) as usize))
         } else {
             Some(&line[s.start as usize..(s.start + s.len) as usize])
         }
@@ -284,13 +319,10 @@ impl Shape {
     /// Fill a tool result's missing id and name from the `data` of its `tool/call` event.
     pub fn fill_from_call(&mut self, call_data: &Value) {
         let mut own = |k: &str| match call_data.get(k).and_then(Value::as_str) {
-            Some(s) => {
-                self.owned.push(s.into());
-                Str {
-                    start: OWN | (self.owned.len() as u32 - 1),
-                    len: s.len() as u32,
-                }
-            }
+            Some(s) => Str {
+                start: OWN | self.owned.push(s.into()),
+                len: s.len() as u32,
+            },
             None => Str::NONE,
         };
         let (id, name) = (own("callId"), own("name"));
@@ -309,7 +341,7 @@ impl Shape {
         if old.from_call {
             let mut strings = Strings {
                 line: "",
-                owned: std::mem::take(&mut self.owned),
+                owned: std::mem::take(&mut self.owned).into_vec(),
             };
             if self.id.is_none() {
                 self.id = strings.add(old.id(old_line));
@@ -317,7 +349,7 @@ impl Shape {
             if self.name.is_none() {
                 self.name = strings.add(old.name(old_line));
             }
-            self.owned = strings.owned;
+            self.owned = Owned::of(strings.owned);
             self.from_call = true;
         }
     }
@@ -326,6 +358,6 @@ impl Shape {
     pub fn heap_bytes(&self) -> usize {
         std::mem::size_of::<Shape>()
             + self.calls.len() * std::mem::size_of::<CallShape>()
-            + self.owned.iter().map(|s| s.len() + 16).sum::<usize>()
+            + self.owned.heap_bytes()
     }
 }

@@ -252,3 +252,74 @@ fn a_restored_log_holds_what_its_surface_reads_not_a_slot_per_event() {
     assert_eq!(back.held().held(), back.len());
     assert_eq!(back.event(1).map(Event::kind), Some("assistant/chunk"));
 }
+
+/// The stored lines of `log` from seq `from` on, as a rows store reads them.
+fn rows_from(log: &EventLog, from: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    for e in log.events().iter().filter(|e| e.seq >= from) {
+        out.extend_from_slice(e.line().as_bytes());
+        out.push(b'\n');
+    }
+    out
+}
+
+#[test]
+fn a_rows_checkpoint_restores_checks_its_last_line_and_completes_from_the_store() {
+    let path = temp("rows");
+    let mut log = written(&path, 40);
+    let ckpt = encode_rows(&log).unwrap().unwrap();
+    let n = log.len() as u64;
+    let more = json!({"role": "user", "content": "after the checkpoint"});
+    log.append("user/message", &more, 0, Some(SurfaceOp::Append), None)
+        .unwrap();
+    log.mark_flushed(log.len());
+    let mut back = restore_rows(&ckpt, &rows_from(&log, n - 1)).unwrap();
+    assert_eq!(back.tail, 1);
+    assert_eq!(messages(&mut back.log), messages(&mut log));
+    assert_eq!(prefix_from_store(&back.log), Some(n as usize));
+    assert!(
+        complete(&mut back.log).is_err(),
+        "a rows log has no file to read"
+    );
+    // the prefix as the store holds it: the header and the first n events
+    let prefix = jsonl::file_bytes(log.header(), &log.events()[..n as usize]);
+    complete_from(&mut back.log, &prefix).unwrap();
+    assert!(!is_partial(&back.log));
+    let lines = |l: &EventLog| {
+        l.events()
+            .iter()
+            .map(|e| e.line().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(lines(&back.log), lines(&log));
+}
+
+#[test]
+fn a_rows_checkpoint_is_not_used_when_its_last_line_differs_or_for_a_file() {
+    let path = temp("rows-mismatch");
+    let log = written(&path, 10);
+    let ckpt = encode_rows(&log).unwrap().unwrap();
+    let n = log.len() as u64;
+    let stored = rows_from(&log, n - 1);
+    let edited = String::from_utf8(stored.clone())
+        .unwrap()
+        .replace("question", "QUESTION")
+        .replace("\"ok\"", "\"OK\"");
+    for bad in [
+        edited.into_bytes(),
+        rows_from(&log, n - 2), // the check is the line of seq n - 1, first
+        Vec::new(),
+    ] {
+        let why = restore_rows(&ckpt, &bad).unwrap_err();
+        assert!(why.warn, "{}", why.reason);
+    }
+    // a file's checkpoint is not a rows one, nor the other way round
+    let file_ckpt = encode(&log, &path).unwrap().unwrap();
+    assert!(restore_rows(&file_ckpt, &stored).unwrap_err().warn);
+    assert!(restore(&ckpt, &path).unwrap_err().warn);
+    // a prefix with other events fails the completion and leaves the log partial
+    let mut back = restore_rows(&ckpt, &stored).unwrap().log;
+    let short = jsonl::file_bytes(log.header(), &log.events()[..(n - 1) as usize]);
+    assert!(complete_from(&mut back, &short).is_err());
+    assert!(is_partial(&back));
+}
