@@ -16,8 +16,7 @@ from foldlog.errors import CheckpointIgnoredWarning
 from foldlog.log import checkpoint
 from foldlog.log.checkpoint import checkpoint_path, is_partial
 from foldlog.log.forks import fork_file
-
-MODEL = "gpt-4o"
+from tests.log.checkpoint_helpers import add_turns, assert_same_ready_state
 
 
 @pytest.fixture(autouse=True)
@@ -26,26 +25,10 @@ def _checkpoint_small_logs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(checkpoint, "MIN_EVENTS", 1)
 
 
-def _turns(s: Session, first: int, count: int) -> None:
-    for t in range(first, first + count):
-        s.add({"role": "user", "content": f"question {t}"})
-        s.add(
-            {
-                "role": "assistant",
-                "content": "",
-                "tool_calls": [
-                    {"id": f"c{t}", "type": "function", "function": {"name": "read", "arguments": "{}"}}
-                ],
-            }
-        )
-        s.add({"role": "tool", "tool_call_id": f"c{t}", "content": f"result {t}"})
-        s.add({"role": "assistant", "content": f"answer {t}"})
-
-
 def _released(path: Path, turns: int = 30) -> None:
     """A session of ``turns`` turns, released (its checkpoint written), then closed."""
     s = Session.open(path, system="be brief")
-    _turns(s, 0, turns)
+    add_turns(s, 0, turns)
     s.release()
     s.close()
 
@@ -53,19 +36,6 @@ def _released(path: Path, turns: int = 30) -> None:
 def _full(path: Path) -> Session:
     """The log loaded whole, without its checkpoint."""
     return Session.from_bytes(path.read_bytes(), source=str(path))
-
-
-def _same_ready_state(a: Session, b: Session) -> None:
-    assert a.wire_json() == b.wire_json()
-    assert list(a.derive_messages()) == list(b.derive_messages())
-    assert a.surface_nodes() == b.surface_nodes()
-    assert a.plan_history(MODEL).tokens() == b.plan_history(MODEL).tokens()
-    assert (len(a), a.rewrite_version, a.open_turn, a.last_turn) == (
-        len(b),
-        b.rewrite_version,
-        b.open_turn,
-        b.last_turn,
-    )
 
 
 def test_release_writes_a_checkpoint_and_load_opens_from_it(tmp_path: Path) -> None:
@@ -76,7 +46,7 @@ def test_release_writes_a_checkpoint_and_load_opens_from_it(tmp_path: Path) -> N
         warnings.simplefilter("error")
         s = Session.load(path)
     assert is_partial(s._core)
-    _same_ready_state(s, _full(path))
+    assert_same_ready_state(s, _full(path))
     assert is_partial(s._core)  # deriving, counting, planning and sending read no more
 
 
@@ -89,7 +59,7 @@ def test_reading_the_whole_log_completes_a_partial_one(tmp_path: Path) -> None:
     assert list(s.events) == list(full.events)
     assert not is_partial(s._core)
     assert s.to_bytes() == full.to_bytes() == path.read_bytes()
-    _same_ready_state(s, full)
+    assert_same_ready_state(s, full)
 
 
 def test_the_events_after_the_checkpoint_are_read(tmp_path: Path) -> None:
@@ -97,24 +67,24 @@ def test_the_events_after_the_checkpoint_are_read(tmp_path: Path) -> None:
     _released(path, 20)
     s = Session.open(path)
     assert is_partial(s._core)
-    _turns(s, 20, 3)
+    add_turns(s, 20, 3)
     s.close()  # no release: the checkpoint covers the first 20 turns only
     back = Session.load(path)
     assert is_partial(back._core)
-    _same_ready_state(back, _full(path))
+    assert_same_ready_state(back, _full(path))
     assert back.derive_messages()[-1]["content"] == "answer 22"
 
 
 def test_release_and_reuse_goes_through_the_checkpoint(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     s = Session.open(path, system="be brief")
-    _turns(s, 0, 10)
+    add_turns(s, 0, 10)
     s.release()
     assert s.released
-    _turns(s, 10, 2)  # the reload reads the checkpoint: a partial log that appends
+    add_turns(s, 10, 2)  # the reload reads the checkpoint: a partial log that appends
     assert is_partial(s._core)
     s.flush()
-    _same_ready_state(s, _full(path))
+    assert_same_ready_state(s, _full(path))
     s.close()
     assert _full(path).derive_messages()[-1]["content"] == "answer 11"
 
@@ -122,7 +92,7 @@ def test_release_and_reuse_goes_through_the_checkpoint(tmp_path: Path) -> None:
 def test_a_compaction_writes_a_checkpoint_at_the_next_flush(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     s = Session.open(path, system="be brief")
-    _turns(s, 0, 4)
+    add_turns(s, 0, 4)
     s.flush()
     assert not checkpoint_path(path).exists()
     s.append_event("compaction/start", {"id": 1})
@@ -169,7 +139,7 @@ def test_a_rewritten_log_is_loaded_whole_with_a_warning(tmp_path: Path) -> None:
     _released(path)
     Session.load(path).save(path)  # the same bytes, a new file
     s = _ignored(path)
-    _same_ready_state(s, _full(path))
+    assert_same_ready_state(s, _full(path))
 
 
 @pytest.mark.parametrize("damage", ["corrupt", "other version", "cut"])
@@ -185,7 +155,7 @@ def test_a_damaged_checkpoint_is_ignored_with_a_warning(tmp_path: Path, damage: 
     else:
         data = data[:20]
     ckpt.write_bytes(data)
-    _same_ready_state(_ignored(path), _full(path))
+    assert_same_ready_state(_ignored(path), _full(path))
 
 
 def _bytes_read() -> int:
@@ -200,11 +170,11 @@ def _long_released(path: Path) -> None:
     s = Session.open(path, system="be brief")
     for i in range(16):
         s.append_event("assistant/chunk", {"text": f"{i} " + "x" * 256_000})
-    _turns(s, 0, 3)
+    add_turns(s, 0, 3)
     s.release()
     s.close()
     s = Session.open(path)
-    _turns(s, 3, 1)
+    add_turns(s, 3, 1)
     s.close()  # no release: the checkpoint covers the first 3 turns
 
 
@@ -232,9 +202,9 @@ def test_opening_for_writing_from_a_checkpoint_reads_its_tail_not_the_whole_log(
     assert whole_reads == [] and is_partial(s._core)
     assert read < size // 4, f"{read} bytes read to open a log of {size}"
     assert s.derive_messages()[-1]["content"] == "answer 3"
-    _turns(s, 4, 1)
+    add_turns(s, 4, 1)
     s.close()
-    _same_ready_state(Session.load(path), _full(path))
+    assert_same_ready_state(Session.load(path), _full(path))
 
 
 @pytest.mark.parametrize("damage", ["torn", "no newline"])
@@ -254,9 +224,9 @@ def test_opening_for_writing_cuts_a_torn_tail_after_the_checkpoint(tmp_path: Pat
     assert path.read_bytes() == whole  # the torn line cut, the newline put back
     assert (s.torn_tail is not None) == (damage == "torn")
     assert s.derive_messages()[-1]["content"] == "answer 3"
-    _turns(s, 4, 1)
+    add_turns(s, 4, 1)
     s.close()
-    _same_ready_state(Session.load(path), _full(path))
+    assert_same_ready_state(Session.load(path), _full(path))
 
 
 def test_a_torn_tail_after_the_checkpoint_is_left_to_the_full_load(tmp_path: Path) -> None:
@@ -295,7 +265,7 @@ def test_a_fork_gets_no_checkpoint(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     _released(path, 3)
     f = fork_file(path, None, tmp_path / "f.jsonl")
-    _turns(f, 3, 1)
+    add_turns(f, 3, 1)
     f.release()
     assert f.derive_messages()[-1]["content"] == "answer 3"
     f.close()
@@ -305,7 +275,7 @@ def test_a_fork_gets_no_checkpoint(tmp_path: Path) -> None:
 def test_a_checkpoint_is_a_cache_a_failed_write_never_fails_release(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     s = Session.open(path, system="be brief")
-    _turns(s, 0, 2)
+    add_turns(s, 0, 2)
     checkpoint_path(path).mkdir()  # nothing can be written there
     s.release()
     s.close()
@@ -316,7 +286,7 @@ def test_a_checkpoint_is_a_cache_a_failed_write_never_fails_release(tmp_path: Pa
 def test_writing_needs_the_stored_bytes(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     s = Session.open(path, system="be brief")
-    _turns(s, 0, 2)
+    add_turns(s, 0, 2)
     s.flush()
     with open(path, "ab") as f:  # the file no longer ends with the log's last event
         f.write(b"\n")

@@ -17,8 +17,8 @@ from foldlog.errors import CheckpointIgnoredWarning, StorageError
 from foldlog.log import checkpoint
 from foldlog.log.checkpoint import is_partial
 from foldlog.stores.postgres import PostgresStore, PostgresWriter
+from tests.log.checkpoint_helpers import add_turns, assert_same_ready_state
 
-MODEL = "gpt-4o"
 SID = "ckpt-pg"
 
 
@@ -28,37 +28,15 @@ def _checkpoint_small_logs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(checkpoint, "MIN_EVENTS", 1)
 
 
-def _turns(s: Session, first: int, count: int) -> None:
-    for t in range(first, first + count):
-        s.add({"role": "user", "content": f"question {t}"})
-        call = {"id": f"c{t}", "type": "function", "function": {"name": "read", "arguments": "{}"}}
-        s.add({"role": "assistant", "content": "", "tool_calls": [call]})
-        s.add({"role": "tool", "tool_call_id": f"c{t}", "content": f"result {t}"})
-        s.add({"role": "assistant", "content": f"answer {t}"})
-
-
 def _released(store: PostgresStore, turns: int = 30) -> None:
     s = Session.open(store, SID, system="be brief")
-    _turns(s, 0, turns)
+    add_turns(s, 0, turns)
     s.release()
     s.close()
 
 
 def _full(store: PostgresStore) -> Session:
     return Session.from_bytes(store.read_log(SID), source=SID)
-
-
-def _same_ready_state(a: Session, b: Session) -> None:
-    assert a.wire_json() == b.wire_json()
-    assert list(a.derive_messages()) == list(b.derive_messages())
-    assert a.surface_nodes() == b.surface_nodes()
-    assert a.plan_history(MODEL).tokens() == b.plan_history(MODEL).tokens()
-    assert (len(a), a.rewrite_version, a.open_turn, a.last_turn) == (
-        len(b),
-        b.rewrite_version,
-        b.open_turn,
-        b.last_turn,
-    )
 
 
 def _rows(dsn: str, sql: str, *args: Any) -> list[tuple[Any, ...]]:
@@ -86,8 +64,8 @@ def test_release_stores_a_checkpoint_and_open_reads_only_the_rows_after_it(
             warnings.simplefilter("error")
             s = Session.open(pstore, SID)
         assert is_partial(s._core)
-        _same_ready_state(s, full)
-        _turns(s, 30, 2)  # appending reads no more either
+        assert_same_ready_state(s, full)
+        add_turns(s, 30, 2)  # appending reads no more either
         s.flush()
         assert is_partial(s._core)
     s.close()
@@ -95,13 +73,13 @@ def test_release_stores_a_checkpoint_and_open_reads_only_the_rows_after_it(
     assert again.derive_messages()[-1]["content"] == "answer 31"
     with Session.open(pstore, SID) as back:  # the checkpoint, then the 8 rows after it
         assert is_partial(back._core)
-        _same_ready_state(back, again)
+        assert_same_ready_state(back, again)
 
 
 def test_reading_the_whole_log_reads_the_rest_of_its_rows(pstore: PostgresStore) -> None:
     _released(pstore)
     s = Session.open(pstore, SID)
-    _turns(s, 30, 1)
+    add_turns(s, 30, 1)
     assert is_partial(s._core)
     full_before = _full(pstore)
     events = list(s.events)  # completes: the checkpoint's rows read from the store
@@ -116,20 +94,20 @@ def test_release_and_reuse_goes_through_the_checkpoint(
     pstore: PostgresStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     s = Session.open(pstore, SID, system="be brief")
-    _turns(s, 0, 10)
+    add_turns(s, 0, 10)
     s.release()
     with monkeypatch.context() as m:
         _no_whole_reads(m)
-        _turns(s, 10, 2)  # the reload reads the checkpoint row and the rows after it
+        add_turns(s, 10, 2)  # the reload reads the checkpoint row and the rows after it
         assert is_partial(s._core)
         s.flush()
-    _same_ready_state(s, _full(pstore))
+    assert_same_ready_state(s, _full(pstore))
     s.close()
 
 
 def test_a_compaction_stores_a_checkpoint_at_the_next_flush(pstore: PostgresStore) -> None:
     s = Session.open(pstore, SID, system="be brief")
-    _turns(s, 0, 4)
+    add_turns(s, 0, 4)
     s.flush()
     count = "SELECT count(*) FROM foldlog.checkpoints WHERE session_id = %s"
     assert _rows(pstore.dsn, count, SID) == [(0,)]
@@ -191,7 +169,7 @@ def test_a_damaged_checkpoint_row_is_ignored_with_a_warning(pstore: PostgresStor
     with pytest.warns(CheckpointIgnoredWarning, match="loading the whole log"):
         s = Session.open(pstore, SID)
     assert not is_partial(s._core)
-    _same_ready_state(s, _full(pstore))
+    assert_same_ready_state(s, _full(pstore))
     s.close()
 
 

@@ -6,14 +6,16 @@
 //! atomic values, and a dict into which a container is forced later tracks itself again). The
 //! value itself stays tracked, so that `gc.get_objects()` still finds every message read. Reading
 //! every message of a large log spent a sixth of its time in GC passes over these objects (B1,
-//! issue 31).
+//! issue 31). A message read straight from its line (`log::flat`) is built the same way from its
+//! borrowed texts, with no JSON value in between (`flat_to_py_frozen`).
 use std::ptr;
 
+use foldlog_core::log::flat::{Flat, FlatCall, FlatValue};
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyString, PyTuple, PyType};
+use pyo3::types::{PyBool, PyString, PyTuple, PyType};
 use serde_json::Value;
 
 /// The two read-only types and their constructor slots.
@@ -168,4 +170,80 @@ fn build<'py>(
 /// A JSON value as read-only Python objects (`FrozenDict`, `FrozenList`, and scalars).
 pub fn to_py_frozen<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
     build(py, types(py)?, v, false)
+}
+
+/// Set `d[k] = v` on a frozen dict being built.
+fn set(
+    py: Python<'_>,
+    d: &Bound<'_, PyAny>,
+    k: &Bound<'_, PyString>,
+    v: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    // SAFETY: `d` is a dict (a subclass's instance); SetItem takes its own references
+    if unsafe { ffi::PyDict_SetItem(d.as_ptr(), k.as_ptr(), v.as_ptr()) } < 0 {
+        return Err(PyErr::fetch(py));
+    }
+    Ok(())
+}
+
+/// The `tool_calls` of a flat message: `[{"id","type":"function","function":{"name","arguments"}}]`.
+fn flat_calls<'py>(
+    py: Python<'py>,
+    types: &Types,
+    calls: &[FlatCall<'_>],
+) -> PyResult<Bound<'py, PyAny>> {
+    let l = new_empty(py, &types.list, types.list_new, types)?;
+    for c in calls {
+        let f = new_empty(py, &types.dict, types.dict_new, types)?;
+        set(
+            py,
+            &f,
+            intern!(py, "name"),
+            PyString::new(py, c.name).as_any(),
+        )?;
+        set(
+            py,
+            &f,
+            intern!(py, "arguments"),
+            PyString::new(py, &c.arguments).as_any(),
+        )?;
+        untrack(&f);
+        let d = new_empty(py, &types.dict, types.dict_new, types)?;
+        set(py, &d, intern!(py, "id"), PyString::new(py, &c.id).as_any())?;
+        set(
+            py,
+            &d,
+            intern!(py, "type"),
+            intern!(py, "function").as_any(),
+        )?;
+        set(py, &d, intern!(py, "function"), &f)?;
+        untrack(&d);
+        // SAFETY: `l` is a list (a subclass's instance); Append takes its own reference
+        if unsafe { ffi::PyList_Append(l.as_ptr(), d.as_ptr()) } < 0 {
+            return Err(PyErr::fetch(py));
+        }
+    }
+    untrack(&l);
+    Ok(l)
+}
+
+/// A message read flat from its line (`log::flat`) as the same read-only objects
+/// `to_py_frozen` makes of its projection, built straight from the line's strings.
+pub fn flat_to_py_frozen<'py>(py: Python<'py>, m: &Flat<'_>) -> PyResult<Bound<'py, PyAny>> {
+    let types = types(py)?;
+    let d = new_empty(py, &types.dict, types.dict_new, types)?;
+    let mut result = Ok(());
+    m.visit(|k, v| {
+        if result.is_err() {
+            return;
+        }
+        let item = match v {
+            FlatValue::Str(s) if k == "role" => Ok(label(py, s).into_any()),
+            FlatValue::Str(s) => Ok(PyString::new(py, s).into_any()),
+            FlatValue::Bool(b) => Ok(PyBool::new(py, b).to_owned().into_any()),
+            FlatValue::Calls(calls) => flat_calls(py, types, calls),
+        };
+        result = item.and_then(|item| set(py, &d, &key(py, k), &item));
+    });
+    result.map(|()| d)
 }

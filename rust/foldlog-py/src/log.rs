@@ -1,7 +1,7 @@
 //! `foldlog._core.Log`: the event log.
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock, RwLockWriteGuard};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use foldlog_core::body::WireStyle;
 use foldlog_core::event::{Event, Header, SurfaceOp};
@@ -108,6 +108,11 @@ impl Log {
         // the store is not read again: let go of it
         self.prefix_loader.lock().map_err(poisoned)?.take();
         Ok(())
+    }
+    /// The read lock when no writer holds it or waits for it, taken with the GIL held: it never
+    /// blocks, so it cannot deadlock with a lock holder waiting for the GIL (see above).
+    pub(crate) fn try_ready_read(&self) -> Option<RwLockReadGuard<'_, EventLog>> {
+        self.inner.try_read().ok()
     }
     /// The write lock for a store's flush, already without the GIL (`FileWriter.append_from`):
     /// a poisoned lock is the storage error the flush reports.

@@ -17,6 +17,7 @@ pub mod checkpoint;
 mod counts;
 mod derive;
 mod events;
+pub mod flat;
 mod record;
 mod send;
 mod stats;

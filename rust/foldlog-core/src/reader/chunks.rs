@@ -91,12 +91,18 @@ fn scan_chunk(buf: &Buffer, (from, to): (usize, usize)) -> Chunk {
                 bad_utf8,
                 failure,
             };
-            match std::str::from_utf8(raw) {
+            // simdutf8's check (SIMD) passes a UTF-8 line; std's check gives the error of one
+            // that is not (the same error as ever)
+            let utf8 = match simdutf8::basic::from_utf8(raw) {
+                Ok(_) => Ok(()),
+                Err(_) => std::str::from_utf8(raw).map(drop),
+            };
+            match utf8 {
                 Err(e) => {
                     let o = other(Some(format!("invalid UTF-8: {e}")), None);
                     out.others.push(o);
                 }
-                Ok(_) => match Parsed::read(buf, at, raw.len()) {
+                Ok(()) => match Parsed::read(buf, at, raw.len()) {
                     Ok(p) => {
                         if p.turn_step != (None, None) {
                             out.tracked
@@ -159,4 +165,57 @@ pub(super) fn scan(buf: &Buffer) -> Box<dyn Iterator<Item = Chunk>> {
             .expect("a parsing task sends its chunk (or panic)");
         parsed.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::error::Error;
+
+    const HEADER: &str =
+        r#"{"type":"session","version":1,"id":"x","createdAt":1,"parent":null,"meta":{}}"#;
+
+    /// A line that is not UTF-8 is named with std's error for it (offsets included), wherever
+    /// the bad byte is; at the end of the file it is a torn tail.
+    #[test]
+    fn a_line_that_is_not_utf8_is_named_as_ever() {
+        let event = |seq: u64, text: &str| {
+            format!(r#"{{"type":"user/message","seq":{seq},"data":{{"content":"{text}"}}}}"#)
+        };
+        for at in 0..40 {
+            let text = "é".repeat(at / 2) + &"a".repeat(at % 2);
+            let bad = event(1, &text).into_bytes();
+            let cut = bad.len() - 3; // before the closing `"}}`
+            for (line, want) in [
+                // a lone continuation byte, then a lead byte with no continuation
+                ([&bad[..cut], b"\x80", &bad[cut..]].concat(), cut),
+                ([&bad[..cut], b"\xc3(", &bad[cut..]].concat(), cut),
+            ] {
+                let good = event(2, "b");
+                let log = [
+                    HEADER.as_bytes(),
+                    b"\n",
+                    &line,
+                    b"\n",
+                    good.as_bytes(),
+                    b"\n",
+                ]
+                .concat();
+                let message = format!(
+                    "invalid UTF-8: {}",
+                    std::str::from_utf8(&line).expect_err("not UTF-8")
+                );
+                assert!(message.contains(&format!("from index {want}")), "{message}");
+                match super::super::read(&log) {
+                    Err(Error::Corrupt {
+                        line: 2,
+                        message: m,
+                    }) => assert_eq!(m, message),
+                    other => panic!("{other:?}"),
+                }
+                let torn = [HEADER.as_bytes(), b"\n", &line].concat();
+                let loaded = super::super::read(&torn).expect("a torn tail is cut");
+                assert_eq!(loaded.torn.map(|t| t.line), Some(2));
+            }
+        }
+    }
 }

@@ -75,6 +75,11 @@ fn written(path: &Path, turns: u64) -> EventLog {
     log
 }
 
+/// The stored line of every event the log holds.
+fn lines(log: &EventLog) -> Vec<String> {
+    log.events().iter().map(|e| e.line().to_string()).collect()
+}
+
 fn messages(log: &mut EventLog) -> Vec<Message> {
     log.messages()
 }
@@ -113,12 +118,6 @@ fn the_tail_after_a_checkpoint_is_read_under_the_rules() {
     assert_eq!(messages(&mut back.log), messages(&mut log));
     complete(&mut back.log).unwrap();
     assert!(!is_partial(&back.log));
-    let lines = |l: &EventLog| {
-        l.events()
-            .iter()
-            .map(|e| e.line().to_string())
-            .collect::<Vec<_>>()
-    };
     assert_eq!(lines(&back.log), lines(&log));
     assert_eq!(messages(&mut back.log), messages(&mut log));
 }
@@ -285,12 +284,6 @@ fn a_rows_checkpoint_restores_checks_its_last_line_and_completes_from_the_store(
     let prefix = jsonl::file_bytes(log.header(), &log.events()[..n as usize]);
     complete_from(&mut back.log, &prefix).unwrap();
     assert!(!is_partial(&back.log));
-    let lines = |l: &EventLog| {
-        l.events()
-            .iter()
-            .map(|e| e.line().to_string())
-            .collect::<Vec<_>>()
-    };
     assert_eq!(lines(&back.log), lines(&log));
 }
 
