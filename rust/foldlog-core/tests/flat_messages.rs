@@ -1,5 +1,7 @@
 //! `log::flat` reads a derived message straight from its line: wherever it takes an event, its
 //! message is the projection's (`message_of`), on odd hand-written events and generated ones.
+#[path = "../src/event/shape/arb.rs"]
+mod arb;
 mod common;
 use common::*;
 use foldlog_core::log::flat::flat;
@@ -177,60 +179,17 @@ fn a_tool_result_takes_its_call_id_and_name_flat() {
     assert_eq!(check(&text), 2);
 }
 
-fn arb_leaf() -> impl Strategy<Value = Value> {
-    prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::from),
-        (0u8..3).prop_map(Value::from),
-        prop_oneof![
-            Just(""),
-            Just("x"),
-            Just("{"),
-            Just("a\"\\b\u{e9}"),
-            Just("text")
-        ]
-        .prop_map(Value::from),
-    ]
-}
-
-/// Objects of the keys the projection reads, with leaves or small nested values.
-fn arb_value() -> impl Strategy<Value = Value> {
-    let keys = prop_oneof![
-        Just("type"),
-        Just("text"),
-        Just("id"),
-        Just("name"),
-        Just("function"),
-        Just("arguments"),
-        Just("input"),
-        Just("content"),
-        Just("tool_calls"),
-        Just("reasoning_content"),
-        Just("thinking_blocks"),
-        Just("toolCallId"),
-        Just("tool_call_id"),
-        Just("toolName"),
-        Just("isError"),
-        Just("is_error"),
-    ];
-    arb_leaf().prop_recursive(4, 48, 6, move |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            prop::collection::vec((keys.clone(), inner), 0..6).prop_map(|kv| {
-                Value::Object(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
-            }),
-        ]
-    })
-}
+/// The strings the generated events are made of.
+const STRINGS: &[&str] = &["", "x", "{", "a\"\\b\u{e9}", "text"];
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(1500))]
     #[test]
     fn generated_events_read_flat_as_projected(
         kind in prop_oneof![Just("system/message"), Just("user/message"), Just("assistant/message"), Just("tool/result")],
-        message in arb_value(),
-        content in arb_value(),
-        name in arb_leaf(),
+        message in arb::value(arb::KEYS, STRINGS, 6),
+        content in arb::value(arb::KEYS, STRINGS, 6),
+        name in arb::leaf(STRINGS),
     ) {
         let data = json!({"message": message, "content": content, "name": name});
         check(&build(&[surface(kind, data)]));

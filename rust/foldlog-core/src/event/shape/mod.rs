@@ -11,6 +11,8 @@ use serde_json::Value;
 
 use crate::repair::json_close::close_json;
 
+#[cfg(test)]
+mod arb;
 mod seen;
 #[cfg(test)]
 mod tests;

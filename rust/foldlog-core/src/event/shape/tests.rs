@@ -3,7 +3,7 @@
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-use super::{role_of_kind, DataSeen, Role, Shape};
+use super::{arb, role_of_kind, DataSeen, Role, Shape};
 use crate::event::Event;
 use crate::project::project;
 use crate::repair::json_close::close_json;
@@ -138,60 +138,17 @@ fn odd_events_agree_with_the_projection() {
     }
 }
 
-fn arb_leaf() -> impl Strategy<Value = Value> {
-    prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::from),
-        (0u8..3).prop_map(Value::from),
-        prop_oneof![
-            Just(""),
-            Just("x"),
-            Just("{"),
-            Just("{}"),
-            Just("text"),
-            Just("tool_use"),
-            Just("image")
-        ]
-        .prop_map(Value::from),
-    ]
-}
-
-/// Objects built from the keys the projection reads, with leaves or small nested values.
-fn arb_value() -> impl Strategy<Value = Value> {
-    let keys = prop_oneof![
-        Just("type"),
-        Just("text"),
-        Just("id"),
-        Just("name"),
-        Just("function"),
-        Just("arguments"),
-        Just("input"),
-        Just("content"),
-        Just("tool_calls"),
-        Just("message"),
-        Just("toolCallId"),
-        Just("tool_call_id"),
-        Just("toolName"),
-        Just("other"),
-    ];
-    arb_leaf().prop_recursive(4, 48, 6, move |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            prop::collection::vec((keys.clone(), inner), 0..5).prop_map(|kv| {
-                Value::Object(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
-            }),
-        ]
-    })
-}
+/// The strings the generated events are made of.
+const STRINGS: &[&str] = &["", "x", "{", "{}", "text", "tool_use", "image"];
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
     #[test]
     fn generated_events_agree_with_the_projection(
         kind in prop_oneof![Just("system/message"), Just("user/message"), Just("assistant/message"), Just("tool/result")],
-        message in arb_value(),
-        content in arb_value(),
-        name in arb_leaf(),
+        message in arb::value(arb::KEYS, STRINGS, 5),
+        content in arb::value(arb::KEYS, STRINGS, 5),
+        name in arb::leaf(STRINGS),
     ) {
         let data = json!({"message": message, "content": content, "name": name});
         check(&line(kind, &data.to_string()));
