@@ -298,14 +298,17 @@ BOUNDS = {
     "`[DONE]` (~8 %), the tool batch (~8.5 %), log appends (~7 %). Idle memory: an idle agent drops "
     "its turn's tool results and its inbox event (tracemalloc 19.6 → 11.0 KB of Python objects per "
     "agent).",
-    "B2": "the host, not this round's code: the same benchmark run interleaved with the build from "
-    "before issue 31's changes gives the same times on this run's host (an Intel Xeon at 2.0 GHz: "
-    "the step with its body 2.1–3.4 ms, without it 0.10–0.17 ms, for both builds), where the "
-    "2026-12-02 host (AMD EPYC) measured 0.27 ms and 0.065 ms. The body is made of the messages' "
-    "cached serialised segments (nothing is serialised again); what the step adds over the no-body "
-    "case on this host — the request built over the 113,593-event history and the segments "
-    "gathered around it — is not profiled yet. To close: profile the body on this host (py-spy "
-    "--native of bench_step).",
+    "B2": "py-spy --native of the step on this run's host (release build of 9d97314): half of a step "
+    "with its body was `resolve_wire` looking at every message that holds blocks for a media "
+    "reference (`MessageSequence.block_indexes` over the 113,593-event history, then each such "
+    "message read), a scan added with media sessions (2026-12-02) after B2's last measurement "
+    "(0.27 ms on the earlier host); 18 % the compaction check's local prompt count. Fixed after "
+    "this run: the core says whether any event may hold a reference, looking only at the events "
+    "appended since it was last asked (`log/media_scan.rs`), and a request of a log without "
+    "references reads none of its messages; the same step with the scan removed measured 0.60–0.62 "
+    "ms min (0.9 ms median) against 1.67–1.86 ms min (2.7–3.0 ms median) with it, interleaved, on "
+    "this host under CI load. The step without its body is 0.10–0.17 ms here (0.065 ms on the "
+    "earlier host): the host itself is ~2× slower.",
 }
 
 

@@ -12,10 +12,12 @@ import pytest
 
 from foldlog import Session, _core
 from foldlog.log.forks import fork_session
+from foldlog.log.frozen import MessageSequence
 from foldlog.log.media import REF_PREFIX, Resolver
 from foldlog.log.media_wire import MediaCache
 from foldlog.log.wire import chunked_body
 from foldlog.providers.content import ContentScan
+from foldlog.stores import FileStore
 from foldlog.stores.media import MediaStore
 from tests.log.test_media import PHOTO, SCREEN, CountingStore, data_url, fill, stored
 
@@ -179,3 +181,58 @@ def test_a_fork_of_a_stored_session_in_the_same_store_shares_the_media(tmp_path:
         assert fork.media is not None
         assert data_url("image/png", SCREEN) in resolved_urls(fork.wire_messages())
     assert len(list((tmp_path / "media").iterdir())) == 5, "nothing stored twice"
+
+
+def plain_blocks(text: str) -> dict[str, Any]:
+    """A user message of blocks without media: a text and an image by URL."""
+    return {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": text},
+            {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}},
+        ],
+    }
+
+
+def bodies(s: Session) -> dict[str, bytes]:
+    return {style: chunked_body(s.wire_request(style), FRAME).to_bytes() for style in STYLES}
+
+
+def test_requests_of_a_session_without_media_look_at_no_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a media reference in the log, a request reads none of its messages to look for
+    one: each request looked at every message holding blocks, which made one more step
+    O(history) (B2: two thirds of the step on a 113k-event session). Blocks whose text says
+    "media", or escapes a character, are looked at once by the core, never by a request."""
+
+    def scanned(self: MessageSequence) -> list[int]:
+        raise AssertionError("a request looked at every message for media")
+
+    monkeypatch.setattr(MessageSequence, "block_indexes", scanned)
+    with Session.open(FileStore(tmp_path), "plain", system="sys") as s:
+        talk(s, 20)
+        s.add(plain_blocks("the media player, caf\u00e9"))
+        s.add({"role": "user", "content": [{"type": "text", "text": 'say \\u0041 "media"'}]})
+        first = bodies(s)
+        s.add(plain_blocks("one more"))
+        assert bodies(s) != first
+        s.flush()
+    again = Session.load(tmp_path / "plain.jsonl")
+    assert b"media player" in bodies(again)["keep"]
+
+
+def test_media_added_after_requests_without_any_is_resolved(tmp_path: Path) -> None:
+    """The core answers "no media" from the events it has looked at; the events appended after
+    are looked at by the next request, so a reference added later is resolved."""
+    plain = Session("sys", id="plain-inline")
+    with Session.open(FileStore(tmp_path), "late", system="sys") as s:
+        for t in (s, plain):
+            talk(t, 3)
+        assert bodies(s) == bodies(plain)
+        for t in (s, plain):
+            t.add(image_message(PHOTO, "now an image"))
+        assert s.media is not None and REF_PREFIX.encode() in s._core.to_bytes(), "stored as a reference"
+        got = bodies(s)
+        assert got == bodies(plain)
+        assert all(REF_PREFIX.encode() not in body for body in got.values())

@@ -95,11 +95,14 @@ def resolve_wire(
 ) -> WireMessages:
     """``wire`` with its references resolved: the core's segments with those of the messages
     that reference media replaced, its messages resolved when read; ``wire`` itself when no
-    message references media (only the messages the core says hold blocks are looked at)."""
+    message references media (the core says whether any event may — O(new events) — and only
+    the messages it says hold blocks are looked at)."""
     from foldlog.log.wire import WireMessages
 
     messages, segments = wire.messages, wire.segments
     if not isinstance(messages, MessageSequence) or not isinstance(segments, _core.WireSegments):
+        return wire
+    if not messages.may_reference_media():
         return wire
     referencing = [i for i in messages.block_indexes() if holds_reference(messages[i])]
     if not referencing:

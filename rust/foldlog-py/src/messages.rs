@@ -201,6 +201,14 @@ impl MessageItems {
         }
     }
 
+    /// Whether some event of the log may hold a media reference (never a false "no"): when
+    /// not, no message needs resolving. O(events appended since the last call).
+    fn may_reference_media(&self, py: Python<'_>) -> PyResult<bool> {
+        self.log
+            .get()
+            .with_ready_read(py, |l| l.may_reference_media())
+    }
+
     /// The indexes in `start..stop` of messages whose content is a list of blocks (the others
     /// hold text only), read from the log without building the messages.
     fn block_indexes(&self, py: Python<'_>, start: usize, stop: usize) -> PyResult<Vec<usize>> {

@@ -18,6 +18,7 @@ mod counts;
 mod derive;
 mod events;
 pub mod flat;
+mod media_scan;
 mod record;
 mod send;
 mod stats;
@@ -27,6 +28,7 @@ pub use counts::SurfaceTokens;
 use counts::TokenCache;
 pub use derive::LogHistory;
 pub use events::Events;
+pub use media_scan::may_reference_media;
 pub use stats::Stats;
 
 /// A chat message derived from the log, shared (never mutated after projection).
@@ -55,6 +57,8 @@ pub struct EventLog {
     send: send::SendState,
     /// Restored from a checkpoint: where the prefix it does not hold is stored (`checkpoint`).
     partial: Option<Box<checkpoint::Prefix>>,
+    /// Whether an event may hold a media reference, looked at as events come (`media_scan`).
+    media_scan: media_scan::MediaScan,
 }
 
 impl EventLog {
@@ -80,6 +84,11 @@ impl EventLog {
     /// The events the log holds, by seq (all of them unless it is partial).
     pub fn held(&self) -> &Events {
         &self.events
+    }
+    /// Whether some event may hold a media reference (never a false "no"); O(events appended
+    /// since the last call).
+    pub fn may_reference_media(&self) -> bool {
+        self.media_scan.check(&self.events)
     }
     /// How many events the log has (its next seq), whether it holds them all or not.
     pub fn len(&self) -> usize {
