@@ -4,6 +4,7 @@ the few messages that reference media), and forks read their parent's media."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -236,3 +237,27 @@ def test_media_added_after_requests_without_any_is_resolved(tmp_path: Path) -> N
         got = bodies(s)
         assert got == bodies(plain)
         assert all(REF_PREFIX.encode() not in body for body in got.values())
+
+
+def test_the_core_says_which_messages_reference_media(tmp_path: Path) -> None:
+    """`media_indexes`, the core's one rule for a message that references media (a block with
+    a ``media`` key): derived messages asked from their events, and the messages the send plan
+    made (the attachments a tool message cannot carry); never blocks that only say "media"."""
+    with stored(tmp_path) as s:
+        s.add(plain_blocks("media, caf\u00e9, in words only"))
+        for style in STYLES:
+            messages = s.wire_request(style).messages
+            assert isinstance(messages, MessageSequence)
+            raw = [messages._items.item(i) for i in range(messages._start, len(messages._items))]
+            expected = [
+                i
+                for i, m in enumerate(raw)
+                if isinstance(m["content"], Sequence)
+                and not isinstance(m["content"], str)
+                and any("media" in b for b in m["content"])
+            ]
+            assert messages.media_indexes() == expected, style
+            kinds = [(raw[i]["role"], "Attachments" in json.dumps(raw[i])) for i in expected]
+            assert ("user", True) in kinds and ("user", False) in kinds, "moved and derived"
+            assert json.dumps(raw[-1]).count("media") == 1, "the plain blocks are not flagged"
+            assert len(raw) - 1 not in expected

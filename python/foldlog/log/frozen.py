@@ -206,10 +206,11 @@ class MessageSequence(Sequence[Mapping[str, Any]]):
         # a snapshot of the log cannot travel without its log: the messages go as a tuple
         return (tuple, (tuple(self),))
 
-    def may_reference_media(self) -> bool:
-        """Whether some event of the log behind these messages may hold a media reference
-        (never a false no; answered by the core in O(events appended since it was last asked))."""
-        return self._items.may_reference_media()
+    def media_indexes(self) -> list[int]:
+        """Indexes of the messages that reference media (a block with a ``media`` key), found by
+        the core without building the messages: none, in O(events appended since it was last
+        asked), when no event of the log may hold a reference."""
+        return [i - self._start for i in self._items.media_indexes(self._start, self._stop)]
 
     def block_indexes(self) -> list[int]:
         """Indexes of the messages whose content is a list of blocks (the others hold text

@@ -285,42 +285,38 @@ class Resolver:
         return value
 
 
-def holds_reference(message: Mapping[str, Any]) -> bool:
-    """Whether a message's content holds a media reference."""
-    content = message.get("content")
-    if content.__class__ is str or not isinstance(content, Sequence):
-        return False
-    return any(isinstance(b, Mapping) and "media" in b for b in content)
-
-
 # --- resolving a request's messages --------------------------------------------------------
 
 
 class ResolvingMessages(MessageSequence):
     """The session's messages (a `MessageSequence`) with the references of a message resolved
     when the message is read: once per sequence (read again, it is the same object), and never
-    for the messages no one reads (counting, planning and the core's request segments do not)."""
+    for the messages no one reads (counting, planning and the core's request segments do not).
+    Which messages reference media the core says (`MessageSequence.media_indexes`)."""
 
-    __slots__ = ("_resolved", "_resolver")
+    __slots__ = ("_referencing", "_resolved", "_resolver")
 
     def __init__(
         self,
         items: _core.MessageItems,
         resolver: Resolver,
+        referencing: frozenset[int],
         start: int = 0,
         stop: int | None = None,
         resolved: dict[int, Mapping[str, Any]] | None = None,
     ) -> None:
         super().__init__(items, start, stop)
         self._resolver = resolver
+        #: the indexes, in the log's messages, of those that reference media
+        self._referencing = referencing
         #: resolved messages by their index in the log's messages (shared with slices)
         self._resolved: dict[int, Mapping[str, Any]] = {} if resolved is None else resolved
 
     def _resolve(self, at: int, message: Mapping[str, Any]) -> Mapping[str, Any]:
+        if at not in self._referencing:
+            return message
         found = self._resolved.get(at)
         if found is None:
-            if not holds_reference(message):
-                return message
             found = self._resolved[at] = self._resolver.message(message)
         return found
 
@@ -333,8 +329,9 @@ class ResolvingMessages(MessageSequence):
             start, stop, step = index.indices(len(self))
             if step == 1:
                 begin = self._start + start
+                end = self._start + max(start, stop)
                 return ResolvingMessages(
-                    self._items, self._resolver, begin, self._start + max(start, stop), self._resolved
+                    self._items, self._resolver, self._referencing, begin, end, self._resolved
                 )
             return FrozenList(self[i] for i in range(start, stop, step))
         message = super().__getitem__(index)
@@ -348,9 +345,18 @@ class ResolvingMessages(MessageSequence):
 
 def resolving(messages: MessageSequence, store: MediaStore | None, session: str) -> MessageSequence:
     """``messages`` resolving their references when read (a session with a media store)."""
-    if store is None or not messages.block_indexes():
-        return messages  # text only (the common case): nothing to resolve, nothing to wrap
-    return ResolvingMessages(messages._items, Resolver(store, session), messages._start, messages._stop)
+    if store is None:
+        return messages
+    referencing = messages.media_indexes()
+    if not referencing:
+        return messages  # no reference (the common case): nothing to resolve, nothing to wrap
+    return ResolvingMessages(
+        messages._items,
+        Resolver(store, session),
+        frozenset(messages._start + i for i in referencing),
+        messages._start,
+        messages._stop,
+    )
 
 
 # --- whole logs ----------------------------------------------------------------------------
@@ -391,7 +397,6 @@ __all__ = [
     "extract",
     "extract_events",
     "extract_log",
-    "holds_reference",
     "inline_log",
     "inline_session",
     "message_key",

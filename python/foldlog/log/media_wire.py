@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from foldlog import _core
 from foldlog.log.frozen import MessageSequence
-from foldlog.log.media import Resolver, ResolvingMessages, holds_reference, message_key
+from foldlog.log.media import Resolver, ResolvingMessages, message_key
 
 if TYPE_CHECKING:
     from foldlog.log.wire import WireMessages
@@ -95,16 +95,14 @@ def resolve_wire(
 ) -> WireMessages:
     """``wire`` with its references resolved: the core's segments with those of the messages
     that reference media replaced, its messages resolved when read; ``wire`` itself when no
-    message references media (the core says whether any event may — O(new events) — and only
-    the messages it says hold blocks are looked at)."""
+    message references media (the core says which do: none, in O(new events), when no event of
+    the log may hold a reference)."""
     from foldlog.log.wire import WireMessages
 
     messages, segments = wire.messages, wire.segments
     if not isinstance(messages, MessageSequence) or not isinstance(segments, _core.WireSegments):
         return wire
-    if not messages.may_reference_media():
-        return wire
-    referencing = [i for i in messages.block_indexes() if holds_reference(messages[i])]
+    referencing = messages.media_indexes()
     if not referencing:
         return wire
     resolver = Resolver(store, session, shared=cache)
@@ -118,7 +116,8 @@ def resolve_wire(
             segment = styled_segment(resolver.message(raw, key), style)
             cache.put(("segment", style, key), segment, len(segment))
         replaced.append((messages._start + i, segment))
-    out = ResolvingMessages(messages._items, resolver, messages._start, messages._stop)
+    at = frozenset(messages._start + i for i in referencing)
+    out = ResolvingMessages(messages._items, resolver, at, messages._start, messages._stop)
     return WireMessages(out, segments.replaced(replaced))
 
 

@@ -5,7 +5,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use foldlog_core::body::WireStyle;
 use foldlog_core::event::{Event, Header, SurfaceOp};
-use foldlog_core::log::{checkpoint, EventLog};
+use foldlog_core::log::{checkpoint, holds_reference, EventLog};
 use foldlog_core::store::jsonl;
 use foldlog_core::{reader, wire};
 use pyo3::prelude::*;
@@ -372,7 +372,7 @@ impl Log {
         for item in items {
             entries.push(match item {
                 Ok(seq) => Entry::Seq(seq),
-                Err(m) => Entry::New(to_py_frozen(py, &m)?.unbind()),
+                Err(m) => Entry::New(to_py_frozen(py, &m)?.unbind(), holds_reference(&m)),
             });
         }
         let messages = MessageItems {

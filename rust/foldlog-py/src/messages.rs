@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use foldlog_core::log::flat::{flat, Flat};
-use foldlog_core::log::Message;
+use foldlog_core::log::{may_reference_media, Message};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use rayon::prelude::*;
@@ -18,8 +18,9 @@ use crate::log::Log;
 pub(crate) enum Entry {
     /// A derived message: the seq of its event.
     Seq(u64),
-    /// A message the send plan made (a renamed or filled result, moved attachments).
-    New(Py<PyAny>),
+    /// A message the send plan made (a renamed or filled result, moved attachments), and
+    /// whether it references media (`holds_reference`, asked of the core's message).
+    New(Py<PyAny>, bool),
 }
 
 /// The Python objects of the messages read so far, by the seq of their event (a projection never
@@ -175,7 +176,7 @@ impl MessageItems {
             .iter()
             .filter_map(|e| match e {
                 Entry::Seq(s) => Some(*s),
-                Entry::New(_) => None,
+                Entry::New(..) => None,
             })
             .collect();
         let mut built = objects(py, self.log.get(), &seqs)?.into_iter();
@@ -183,7 +184,7 @@ impl MessageItems {
         for e in entries {
             match e {
                 Entry::Seq(_) => out.append(built.next().expect("one per seq"))?,
-                Entry::New(obj) => out.append(obj.bind(py))?,
+                Entry::New(obj, _) => out.append(obj.bind(py))?,
             }
         }
         Ok(out)
@@ -196,17 +197,42 @@ impl MessageItems {
                 "message index {i} out of range ({} messages)",
                 self.entries.len()
             ))),
-            Some(Entry::New(obj)) => Ok(obj.clone_ref(py)),
+            Some(Entry::New(obj, _)) => Ok(obj.clone_ref(py)),
             Some(Entry::Seq(seq)) => Ok(objects(py, self.log.get(), &[*seq])?.remove(0)),
         }
     }
 
-    /// Whether some event of the log may hold a media reference (never a false "no"): when
-    /// not, no message needs resolving. O(events appended since the last call).
-    fn may_reference_media(&self, py: Python<'_>) -> PyResult<bool> {
-        self.log
-            .get()
-            .with_ready_read(py, |l| l.may_reference_media())
+    /// The indexes in `start..stop` of messages that reference media (`holds_reference`, the
+    /// core's rule): none, in O(events appended since the last call), when no event of the log
+    /// may hold a reference (the send plan's messages are made from the events, so then they
+    /// hold none either); else the messages of blocks, each derived message asked from its event.
+    fn media_indexes(&self, py: Python<'_>, start: usize, stop: usize) -> PyResult<Vec<usize>> {
+        let log = self.log.get();
+        if !log.with_ready_read(py, |l| l.may_reference_media())? {
+            return Ok(Vec::new());
+        }
+        let (start, stop) = self.range(start, stop);
+        let mut out = Vec::new();
+        let mut seqs = Vec::new();
+        for i in start..stop {
+            match &self.entries[i] {
+                Entry::Seq(s) => seqs.push((i, *s)),
+                Entry::New(_, media) => {
+                    if *media {
+                        out.push(i);
+                    }
+                }
+            }
+        }
+        let derived: Vec<usize> = log.with_ready_read(py, |l| {
+            seqs.iter()
+                .filter(|(_, s)| l.event(*s).is_some_and(may_reference_media))
+                .map(|(i, _)| *i)
+                .collect()
+        })?;
+        out.extend(derived);
+        out.sort_unstable();
+        Ok(out)
     }
 
     /// The indexes in `start..stop` of messages whose content is a list of blocks (the others
@@ -217,7 +243,7 @@ impl MessageItems {
         let seqs: Vec<(usize, u64)> = (start..stop)
             .filter_map(|i| match &self.entries[i] {
                 Entry::Seq(s) => Some((i, *s)),
-                Entry::New(obj) => {
+                Entry::New(obj, _) => {
                     let content = obj.bind(py).get_item("content").ok();
                     if content.is_some_and(|c| c.is_instance_of::<PyList>()) {
                         out.push(i);

@@ -67,8 +67,9 @@ pub fn may_reference_media(ev: &Event) -> bool {
     project(ev, |_| None).is_some_and(|m| holds_reference(&m))
 }
 
-/// A derived message's content holds a block with a `media` key.
-fn holds_reference(message: &Value) -> bool {
+/// A message's content holds a block with a `media` key: the one definition of a message that
+/// references media (the Python layer asks the core; see `MessageItems.media_indexes`).
+pub fn holds_reference(message: &Value) -> bool {
     message
         .get("content")
         .and_then(Value::as_array)

@@ -28,7 +28,7 @@ pub use counts::SurfaceTokens;
 use counts::TokenCache;
 pub use derive::LogHistory;
 pub use events::Events;
-pub use media_scan::may_reference_media;
+pub use media_scan::{holds_reference, may_reference_media};
 pub use stats::Stats;
 
 /// A chat message derived from the log, shared (never mutated after projection).
