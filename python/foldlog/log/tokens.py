@@ -97,10 +97,13 @@ def _token_count(value: int, exact: bool) -> TokenCount:
 class Tokenizer:
     """An exact tokenizer (``exact=True``) or the estimate for unknown models (``exact=False``)."""
 
-    __slots__ = ("_counter",)
+    __slots__ = ("_counter", "_tools")
 
     def __init__(self, counter: _core.TokenCounter) -> None:
         self._counter = counter
+        #: the last tool schemas counted (as JSON) and their count: an agent sends the same
+        #: tools with every request, and counting them was a tenth of a step (B2)
+        self._tools: tuple[str, int] = ("[]", 0)
 
     @classmethod
     def for_model(cls, model: str, *, tokens_per_char: float | None = None) -> Tokenizer:
@@ -152,7 +155,12 @@ class Tokenizer:
 
     def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
         """Tokens the tool schemas of a request cost."""
-        return self._counter.count_tools_json(_dumps(list(tools)))
+        text = _dumps(list(tools))
+        last, count = self._tools
+        if text != last:
+            count = self._counter.count_tools_json(text)
+            self._tools = (text, count)
+        return count
 
     def request_overhead(self) -> int:
         """Tokens a request costs beyond its messages and tools (start and reply priming)."""

@@ -5,6 +5,7 @@ mod body;
 mod checkpoint;
 mod content;
 mod convert;
+mod entries;
 mod errors;
 mod frozen;
 mod log;

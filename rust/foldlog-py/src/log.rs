@@ -1,11 +1,11 @@
 //! `foldlog._core.Log`: the event log.
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use foldlog_core::body::WireStyle;
 use foldlog_core::event::{Event, Header, SurfaceOp};
-use foldlog_core::log::{checkpoint, holds_reference, EventLog};
+use foldlog_core::log::{checkpoint, holds_reference, EventLog, Message};
 use foldlog_core::store::jsonl;
 use foldlog_core::{reader, wire};
 use pyo3::prelude::*;
@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use crate::body::{style_of, WireSegments};
 use crate::convert::{new_event, to_py, to_py_frozen, value_of};
+use crate::entries::{Entries, SharedChunks, CHUNK};
 use crate::errors::{batch_to_py, detached, poisoned, to_py as err_to_py, with_index};
 use crate::messages::{Entry, MessageItems, Objects};
 
@@ -24,6 +25,8 @@ pub struct Log {
     inner: RwLock<EventLog>,
     /// The Python objects of the messages read so far (see `messages.rs`).
     pub(crate) objects: Objects,
+    /// The entries of the send plan's final items, shared by the requests' snapshots.
+    chunks: SharedChunks,
     /// Restored from a checkpoint and not completed (see `checkpoint.rs`).
     partial: AtomicBool,
     /// What reads a store's rows for completing a log restored from its checkpoint: called with
@@ -37,6 +40,7 @@ impl Log {
             partial: AtomicBool::new(checkpoint::is_partial(&log)),
             inner: RwLock::new(log),
             objects: Objects::default(),
+            chunks: SharedChunks::default(),
             prefix_loader: std::sync::Mutex::new(None),
         }
     }
@@ -313,10 +317,9 @@ impl Log {
         let seqs = slf
             .get()
             .with_ready_write(py, |log| log.derived_seqs().to_vec())?;
-        let entries: Arc<[Entry]> = seqs.into_iter().map(Entry::Seq).collect();
         Ok(MessageItems {
             log: slf.clone().unbind(),
-            entries,
+            entries: Entries::of(seqs.into_iter().map(Entry::Seq).collect()),
         })
     }
 
@@ -352,32 +355,37 @@ impl Log {
     fn wire_view(slf: &Bound<'_, Self>, style: &str) -> PyResult<(MessageItems, WireSegments)> {
         let py = slf.py();
         let style = style_of(style)?;
-        let (items, segments) = slf.get().with_ready_write(py, |log| {
+        let this = slf.get();
+        // the entries of the plan's final items made by earlier requests (see `entries.rs`)
+        let (epoch, known) = this.chunks.get()?;
+        let (epoch, known, items, fin, segments) = this.with_ready_write(py, |log| {
             let segments = log.wire_messages(style);
             let tail = log.update_send();
-            let seqs = log.derived_seqs().to_vec();
-            let items: Vec<wire::Sent> = log.send_items().chain(tail).collect();
-            (
-                items
-                    .into_iter()
-                    .map(|s| match s {
-                        wire::Sent::Same(i) => Ok(seqs[i]),
-                        wire::Sent::New(m) => Err(m),
-                    })
-                    .collect::<Vec<_>>(),
-                segments,
-            )
+            let same = log.send_epoch() == epoch && known.len() * CHUNK <= log.send_len();
+            let known = if same { known } else { Vec::new() };
+            let from = known.len() * CHUNK;
+            let fin = log.send_len() - from;
+            let items: Vec<wire::Sent> = log.send_items_since(from).chain(tail).collect();
+            let seqs = log.derived_seqs();
+            let items: Vec<Result<u64, Message>> = items
+                .into_iter()
+                .map(|s| match s {
+                    wire::Sent::Same(i) => Ok(seqs[i]),
+                    wire::Sent::New(m) => Err(m),
+                })
+                .collect();
+            (log.send_epoch(), known, items, fin, segments)
         })?;
-        let mut entries = Vec::with_capacity(items.len());
+        let mut made = Vec::with_capacity(items.len());
         for item in items {
-            entries.push(match item {
+            made.push(match item {
                 Ok(seq) => Entry::Seq(seq),
                 Err(m) => Entry::New(to_py_frozen(py, &m)?.unbind(), holds_reference(&m)),
             });
         }
         let messages = MessageItems {
             log: slf.clone().unbind(),
-            entries: entries.into(),
+            entries: this.chunks.snapshot(epoch, known, made, fin)?,
         };
         Ok((messages, WireSegments { inner: segments }))
     }

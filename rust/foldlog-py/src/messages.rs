@@ -1,7 +1,7 @@
 //! `foldlog._core.MessageItems`: the messages of a snapshot (the derived history, or a request's
 //! messages), turned into Python objects only when read. Reading one builds it from its event's
 //! line in the core and keeps the object on the log, so a message read twice is one object.
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use foldlog_core::log::flat::{flat, Flat};
 use foldlog_core::log::{may_reference_media, Message};
@@ -10,6 +10,7 @@ use pyo3::types::PyList;
 use rayon::prelude::*;
 
 use crate::convert::to_py_frozen;
+use crate::entries::Entries;
 use crate::errors::poisoned;
 use crate::frozen::flat_to_py_frozen;
 use crate::log::Log;
@@ -147,7 +148,7 @@ pub(crate) fn objects(py: Python<'_>, log: &Log, seqs: &[u64]) -> PyResult<Vec<P
 #[pyclass(frozen, module = "foldlog._core")]
 pub struct MessageItems {
     pub(crate) log: Py<Log>,
-    pub(crate) entries: Arc<[Entry]>,
+    pub(crate) entries: Entries,
 }
 
 impl MessageItems {
@@ -171,9 +172,9 @@ impl MessageItems {
         stop: usize,
     ) -> PyResult<Bound<'py, PyList>> {
         let (start, stop) = self.range(start, stop);
-        let entries = &self.entries[start..stop];
-        let seqs: Vec<u64> = entries
-            .iter()
+        let seqs: Vec<u64> = self
+            .entries
+            .range(start, stop)
             .filter_map(|e| match e {
                 Entry::Seq(s) => Some(*s),
                 Entry::New(..) => None,
@@ -181,7 +182,7 @@ impl MessageItems {
             .collect();
         let mut built = objects(py, self.log.get(), &seqs)?.into_iter();
         let out = PyList::empty(py);
-        for e in entries {
+        for e in self.entries.range(start, stop) {
             match e {
                 Entry::Seq(_) => out.append(built.next().expect("one per seq"))?,
                 Entry::New(obj, _) => out.append(obj.bind(py))?,
@@ -214,8 +215,8 @@ impl MessageItems {
         let (start, stop) = self.range(start, stop);
         let mut out = Vec::new();
         let mut seqs = Vec::new();
-        for i in start..stop {
-            match &self.entries[i] {
+        for (i, e) in (start..stop).zip(self.entries.range(start, stop)) {
+            match e {
                 Entry::Seq(s) => seqs.push((i, *s)),
                 Entry::New(_, media) => {
                     if *media {
@@ -241,7 +242,8 @@ impl MessageItems {
         let (start, stop) = self.range(start, stop);
         let mut out = Vec::new();
         let seqs: Vec<(usize, u64)> = (start..stop)
-            .filter_map(|i| match &self.entries[i] {
+            .zip(self.entries.range(start, stop))
+            .filter_map(|(i, e)| match e {
                 Entry::Seq(s) => Some((i, *s)),
                 Entry::New(obj, _) => {
                     let content = obj.bind(py).get_item("content").ok();

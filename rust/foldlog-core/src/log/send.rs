@@ -1,6 +1,7 @@
 //! The send plan and the serialised messages of requests, kept incrementally: after appends a
 //! request plans and serialises only what is new.
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use rayon::prelude::*;
@@ -10,12 +11,43 @@ use super::EventLog;
 use crate::body::{self, Messages, Segment, SharedSegments, WireMessages, WireStyle};
 use crate::wire::{History, Sent};
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug)]
 pub(super) struct SendState {
     /// The final part of the send plan of the current generation.
     plan: SendCache,
     /// Serialised messages, one cache per [`WireStyle`] (indexed by its position in `ALL`).
     wire: [Option<Box<WireCache>>; 3],
+    /// Which plan the final items belong to: a number no other plan of the process has (a new
+    /// log, a copy and every new start of the plan take a fresh one), so within one epoch the
+    /// final items only grow.
+    epoch: u64,
+}
+
+/// A fresh send-plan epoch.
+fn next_epoch() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+impl Default for SendState {
+    fn default() -> SendState {
+        SendState {
+            plan: SendCache::default(),
+            wire: Default::default(),
+            epoch: next_epoch(),
+        }
+    }
+}
+
+impl Clone for SendState {
+    /// A copy plans on its own: it takes a fresh epoch.
+    fn clone(&self) -> SendState {
+        SendState {
+            plan: self.plan.clone(),
+            wire: self.wire.clone(),
+            epoch: next_epoch(),
+        }
+    }
 }
 
 /// The send plan up to its last cut: items that no later append can change.
@@ -145,6 +177,7 @@ impl EventLog {
                 gen,
                 ..SendCache::default()
             };
+            self.send.epoch = next_epoch();
         }
         let cut = self.send.plan.cut;
         let plan = crate::wire::plan_send_from(&self.history(), cut);
@@ -158,6 +191,22 @@ impl EventLog {
     /// The final part of the send plan of the current generation (see [`EventLog::update_send`]).
     pub fn send_items(&self) -> impl Iterator<Item = Sent> + '_ {
         self.send.plan.items.since(0)
+    }
+
+    /// Items `from..` of the final part of the send plan.
+    pub fn send_items_since(&self, from: usize) -> impl Iterator<Item = Sent> + '_ {
+        self.send.plan.items.since(from)
+    }
+
+    /// How many items the final part of the send plan holds.
+    pub fn send_len(&self) -> usize {
+        self.send.plan.items.len()
+    }
+
+    /// The epoch of the send plan: while it stays the same, the final items only grow (an item
+    /// once final is never changed), so a copy of items `..send_len()` stays right.
+    pub fn send_epoch(&self) -> u64 {
+        self.send.epoch
     }
 
     /// The serialised messages of the next request in `style`. Messages are serialised once
@@ -350,6 +399,33 @@ mod tests {
         assert_eq!(body, sent(&mut fresh).0);
         // asked again with nothing new: nothing is serialised
         assert_eq!(sent(&mut log).1, after);
+    }
+
+    #[test]
+    fn final_send_items_only_grow_within_an_epoch() {
+        let mut log = session();
+        log.update_send();
+        let (epoch, items) = (log.send_epoch(), log.send_items().collect::<Vec<_>>());
+        log.add_message(&json!({"role": "user", "content": "more"}), 2)
+            .unwrap();
+        log.update_send();
+        assert_eq!(log.send_epoch(), epoch, "appends keep the epoch");
+        let grown: Vec<Sent> = log.send_items().collect();
+        assert!(grown.len() >= items.len());
+        assert_eq!(format!("{:?}", &grown[..items.len()]), format!("{items:?}"));
+        let from = items.len() / 2;
+        assert_eq!(
+            format!("{:?}", log.send_items_since(from).collect::<Vec<_>>()),
+            format!("{:?}", &grown[from..])
+        );
+        assert_eq!(log.send_len(), grown.len());
+        let copy = log.clone();
+        assert_ne!(copy.send_epoch(), epoch, "a copy plans on its own");
+        log.replace_messages(&[json!({"role": "user", "content": "fresh"})], 3)
+            .unwrap();
+        log.update_send();
+        assert_ne!(log.send_epoch(), epoch, "a rewrite starts a new plan");
+        assert_ne!(EventLog::new(None).send_epoch(), log.send_epoch());
     }
 
     #[test]
