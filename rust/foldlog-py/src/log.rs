@@ -14,9 +14,9 @@ use serde_json::Value;
 
 use crate::body::{style_of, WireSegments};
 use crate::convert::{new_event, to_py, to_py_frozen, value_of};
-use crate::entries::{Entries, SharedChunks, CHUNK};
+use crate::entries::{Entries, Made, SharedChunks, CHUNK};
 use crate::errors::{batch_to_py, detached, poisoned, to_py as err_to_py, with_index};
-use crate::messages::{Entry, MessageItems, Objects};
+use crate::messages::{MessageItems, Objects};
 
 /// The session event log. Frozen with interior locking: one writer, many reader threads;
 /// a reader never sees a half-appended event.
@@ -319,7 +319,7 @@ impl Log {
             .with_ready_write(py, |log| log.derived_seqs().to_vec())?;
         Ok(MessageItems {
             log: slf.clone().unbind(),
-            entries: Entries::of(seqs.into_iter().map(Entry::Seq).collect()),
+            entries: Entries::of_seqs(seqs),
         })
     }
 
@@ -362,7 +362,10 @@ impl Log {
             let segments = log.wire_messages(style);
             let tail = log.update_send();
             let same = log.send_epoch() == epoch && known.len() * CHUNK <= log.send_len();
-            let known = if same { known } else { Vec::new() };
+            let mut known = known;
+            if !same {
+                known.clear();
+            }
             let from = known.len() * CHUNK;
             let fin = log.send_len() - from;
             let items: Vec<wire::Sent> = log.send_items_since(from).chain(tail).collect();
@@ -379,8 +382,8 @@ impl Log {
         let mut made = Vec::with_capacity(items.len());
         for item in items {
             made.push(match item {
-                Ok(seq) => Entry::Seq(seq),
-                Err(m) => Entry::New(to_py_frozen(py, &m)?.unbind(), holds_reference(&m)),
+                Ok(seq) => Made::Seq(seq),
+                Err(m) => Made::New(to_py_frozen(py, &m)?.unbind(), holds_reference(&m)),
             });
         }
         let messages = MessageItems {
@@ -494,8 +497,9 @@ impl Log {
     }
 
     /// Bytes the log holds in memory: its buffers, events, derivation and caches.
+    /// (with the entries of requests' messages kept on the log, see `entries.rs`).
     fn heap_bytes(&self, py: Python<'_>) -> PyResult<usize> {
-        self.with_read(py, |log| log.heap_bytes())
+        Ok(self.with_read(py, |log| log.heap_bytes())? + self.chunks.heap_bytes()?)
     }
 }
 

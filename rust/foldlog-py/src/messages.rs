@@ -10,19 +10,10 @@ use pyo3::types::PyList;
 use rayon::prelude::*;
 
 use crate::convert::to_py_frozen;
-use crate::entries::Entries;
+use crate::entries::{Entries, Entry};
 use crate::errors::poisoned;
 use crate::frozen::flat_to_py_frozen;
 use crate::log::Log;
-
-/// One message of a snapshot.
-pub(crate) enum Entry {
-    /// A derived message: the seq of its event.
-    Seq(u64),
-    /// A message the send plan made (a renamed or filled result, moved attachments), and
-    /// whether it references media (`holds_reference`, asked of the core's message).
-    New(Py<PyAny>, bool),
-}
 
 /// The Python objects of the messages read so far, by the seq of their event (a projection never
 /// changes: one cache serves every generation of the surface).
@@ -176,7 +167,7 @@ impl MessageItems {
             .entries
             .range(start, stop)
             .filter_map(|e| match e {
-                Entry::Seq(s) => Some(*s),
+                Entry::Seq(s) => Some(s),
                 Entry::New(..) => None,
             })
             .collect();
@@ -199,7 +190,7 @@ impl MessageItems {
                 self.entries.len()
             ))),
             Some(Entry::New(obj, _)) => Ok(obj.clone_ref(py)),
-            Some(Entry::Seq(seq)) => Ok(objects(py, self.log.get(), &[*seq])?.remove(0)),
+            Some(Entry::Seq(seq)) => Ok(objects(py, self.log.get(), &[seq])?.remove(0)),
         }
     }
 
@@ -217,9 +208,9 @@ impl MessageItems {
         let mut seqs = Vec::new();
         for (i, e) in (start..stop).zip(self.entries.range(start, stop)) {
             match e {
-                Entry::Seq(s) => seqs.push((i, *s)),
+                Entry::Seq(s) => seqs.push((i, s)),
                 Entry::New(_, media) => {
-                    if *media {
+                    if media {
                         out.push(i);
                     }
                 }
@@ -244,7 +235,7 @@ impl MessageItems {
         let seqs: Vec<(usize, u64)> = (start..stop)
             .zip(self.entries.range(start, stop))
             .filter_map(|(i, e)| match e {
-                Entry::Seq(s) => Some((i, *s)),
+                Entry::Seq(s) => Some((i, s)),
                 Entry::New(obj, _) => {
                     let content = obj.bind(py).get_item("content").ok();
                     if content.is_some_and(|c| c.is_instance_of::<PyList>()) {
