@@ -298,17 +298,22 @@ BOUNDS = {
     "`[DONE]` (~8 %), the tool batch (~8.5 %), log appends (~7 %). Idle memory: an idle agent drops "
     "its turn's tool results and its inbox event (tracemalloc 19.6 → 11.0 KB of Python objects per "
     "agent).",
-    "B2": "py-spy --native of the step on this run's host (release build of 9d97314): half of a step "
-    "with its body was `resolve_wire` looking at every message that holds blocks for a media "
-    "reference (`MessageSequence.block_indexes` over the 113,593-event history, then each such "
-    "message read), a scan added with media sessions (2026-12-02) after B2's last measurement "
-    "(0.27 ms on the earlier host); 18 % the compaction check's local prompt count. Fixed after "
-    "this run: the core says whether any event may hold a reference, looking only at the events "
-    "appended since it was last asked (`log/media_scan.rs`), and a request of a log without "
-    "references reads none of its messages; the same step with the scan removed measured 0.60–0.62 "
-    "ms min (0.9 ms median) against 1.67–1.86 ms min (2.7–3.0 ms median) with it, interleaved, on "
-    "this host under CI load. The step without its body is 0.10–0.17 ms here (0.065 ms on the "
-    "earlier host): the host itself is ~2× slower.",
+    "B2": "py-spy --native of the step on this host (release build of b4d4744, 2026-12-03): after "
+    "the media scan's fix (below) a fifth of the step was making the request's message entries, "
+    "one per message of the 113,593-event history (the send plan's items collected, mapped to "
+    "seqs, copied into a shared array, the previous request's array freed: large allocations, "
+    "fresh zeroed pages each time), and a tenth counting the same tool schemas again. Now the "
+    "plan's final items, which never change within an epoch of the plan "
+    "(`EventLog::send_epoch`), are kept in shared chunks of 1,024 entries of 8 bytes "
+    "(`foldlog-py/src/entries.rs`, counted in `Log.heap_bytes`): a request makes the last "
+    "partial chunk and its tail; tools are counted again only when their JSON changes. Median "
+    "1.00 → 0.31–0.37 ms (min 0.88 → 0.25–0.27 ms) on this host. What is left of the step "
+    "(py-spy): the compaction check's local prompt count, the body's frame and the loop's "
+    "appends. Fixed before that: half of the step with its body was `resolve_wire` looking at "
+    "every message that holds blocks for a media reference, a scan added with media sessions "
+    "(2026-12-02); now the core says which messages reference media, looking only at the events "
+    "appended since it was last asked (`log/media_scan.rs`). The host of 2026-12-03 is ~2× "
+    "slower than the earlier one (the full recompute 0.96 s there).",
 }
 
 
