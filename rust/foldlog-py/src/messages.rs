@@ -4,7 +4,7 @@
 use std::sync::Mutex;
 
 use foldlog_core::log::flat::{flat, Flat};
-use foldlog_core::log::{may_reference_media, Message};
+use foldlog_core::log::Message;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use rayon::prelude::*;
@@ -195,36 +195,27 @@ impl MessageItems {
     }
 
     /// The indexes in `start..stop` of messages that reference media (`holds_reference`, the
-    /// core's rule): none, in O(events appended since the last call), when no event of the log
-    /// may hold a reference (the send plan's messages are made from the events, so then they
-    /// hold none either); else the messages of blocks, each derived message asked from its event.
+    /// core's rule): derived messages whose event the core found holding one (each event looked
+    /// at once), and the send plan's messages that hold one (flagged when made). None, in
+    /// O(events appended since the last call), when no event holds one (the plan's messages are
+    /// made from the events: then they hold none either).
     fn media_indexes(&self, py: Python<'_>, start: usize, stop: usize) -> PyResult<Vec<usize>> {
-        let log = self.log.get();
-        if !log.with_ready_read(py, |l| l.may_reference_media())? {
+        let referencing = self
+            .log
+            .get()
+            .with_ready_read(py, |l| l.with_media_references(<[u64]>::to_vec))?;
+        if referencing.is_empty() {
             return Ok(Vec::new());
         }
         let (start, stop) = self.range(start, stop);
-        let mut out = Vec::new();
-        let mut seqs = Vec::new();
-        for (i, e) in (start..stop).zip(self.entries.range(start, stop)) {
-            match e {
-                Entry::Seq(s) => seqs.push((i, s)),
-                Entry::New(_, media) => {
-                    if media {
-                        out.push(i);
-                    }
-                }
-            }
-        }
-        let derived: Vec<usize> = log.with_ready_read(py, |l| {
-            seqs.iter()
-                .filter(|(_, s)| l.event(*s).is_some_and(may_reference_media))
-                .map(|(i, _)| *i)
-                .collect()
-        })?;
-        out.extend(derived);
-        out.sort_unstable();
-        Ok(out)
+        Ok((start..stop)
+            .zip(self.entries.range(start, stop))
+            .filter(|(_, e)| match e {
+                Entry::Seq(s) => referencing.binary_search(s).is_ok(),
+                Entry::New(_, media) => *media,
+            })
+            .map(|(i, _)| i)
+            .collect())
     }
 
     /// The indexes in `start..stop` of messages whose content is a list of blocks (the others

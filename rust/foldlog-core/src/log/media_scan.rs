@@ -1,12 +1,12 @@
-//! Whether a log may hold a media reference, answered in O(events appended since the last
-//! question). A request's messages are resolved (each reference replaced by its bytes) only when
-//! some event may hold one: looking at every message of a long history for each request made one
-//! more step O(history) (B2: two thirds of a step on a 113k-event session).
+//! Which events hold a media reference, kept as events come: each event is looked at once (the
+//! events appended since the last question), so a request of a log without references reads
+//! none of its messages, and one with references finds them by seq. Looking at every message of
+//! a long history for each request made one more step O(history) (B2: two thirds of a step on a
+//! 113k-event session).
 //!
-//! The answer may be a false "yes" (then the caller looks at the messages, as before), never a
-//! false "no": a log is append-only, so once an event holds a reference the answer stays yes, and
-//! a log completed from its store is a new log with a new scan.
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+//! A log is append-only, so an event once looked at keeps its answer; a log completed from its
+//! store is a new log with a new scan.
+use std::sync::Mutex;
 
 use serde_json::Value;
 
@@ -14,49 +14,59 @@ use super::events::Events;
 use crate::event::Event;
 use crate::project::project;
 
-/// How far the events were looked at, and whether one may hold a reference.
+/// How far the events were looked at, and the seqs of those holding a reference.
 #[derive(Debug, Default)]
-pub(super) struct MediaScan {
+struct Scanned {
     /// The events looked at: the first `held` of [`Events::iter`] (the held order only changes
     /// when a partial log is completed, which makes a new log).
-    held: AtomicUsize,
-    found: AtomicBool,
+    held: usize,
+    /// In seq order.
+    seqs: Vec<u64>,
 }
+
+#[derive(Debug, Default)]
+pub(super) struct MediaScan(Mutex<Scanned>);
 
 impl Clone for MediaScan {
     fn clone(&self) -> MediaScan {
-        MediaScan {
-            held: AtomicUsize::new(self.held.load(Ordering::Acquire)),
-            found: AtomicBool::new(self.found.load(Ordering::Acquire)),
-        }
+        let s = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        MediaScan(Mutex::new(Scanned {
+            held: s.held,
+            seqs: s.seqs.clone(),
+        }))
     }
 }
 
 impl MediaScan {
-    /// Whether some event of `events` may hold a media reference; looks only at the events not
-    /// looked at before (callers hold the log's read lock: concurrent ones may look twice).
-    pub(super) fn check(&self, events: &Events) -> bool {
-        if self.found.load(Ordering::Acquire) {
-            return true;
-        }
-        let from = self.held.load(Ordering::Acquire);
+    /// `f` of the seqs (in order) of the events of `events` that hold a media reference; looks
+    /// only at the events not looked at before.
+    pub(super) fn with_references<R>(&self, events: &Events, f: impl FnOnce(&[u64]) -> R) -> R {
+        let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let held = events.held();
-        if from >= held {
-            return false;
+        if s.held < held {
+            let before = s.seqs.len();
+            let found: Vec<u64> = events
+                .iter()
+                .skip(s.held)
+                .filter(|ev| references_media(ev))
+                .map(|ev| ev.seq)
+                .collect();
+            s.seqs.extend(found);
+            if s.seqs.len() > before {
+                // held order is seq order but for the events a partial log holds below its base
+                s.seqs.sort_unstable();
+                s.seqs.dedup(); // had a scan stopped by a panic added some before
+            }
+            s.held = held;
         }
-        if events.iter().skip(from).any(may_reference_media) {
-            self.found.store(true, Ordering::Release);
-            return true;
-        }
-        self.held.fetch_max(held, Ordering::AcqRel);
-        false
+        f(&s.seqs)
     }
 }
 
 /// A surface event whose message holds a content block with a `media` key (a reference, see
 /// `event::media_ref`). Only messages of blocks whose line spells `media` (or escapes
 /// something, where the key could hide) are projected to be sure.
-pub fn may_reference_media(ev: &Event) -> bool {
+pub fn references_media(ev: &Event) -> bool {
     if !ev.shape().is_some_and(|s| s.blocks) {
         return false;
     }
@@ -94,7 +104,7 @@ mod tests {
     }
 
     #[test]
-    fn a_log_may_reference_media_once_an_event_holds_a_reference_and_stays_so() {
+    fn the_events_holding_a_reference_are_found_once_each_and_kept() {
         let mut log = EventLog::new(None);
         user(&mut log, json!("plain text about media"));
         let url = json!({"type": "image_url", "image_url": {"url": "https://example.com/a.png"}});
@@ -102,9 +112,9 @@ mod tests {
             &mut log,
             json!([{"type": "text", "text": "media, caf\u{e9} \\u0041"}, url]),
         );
-        assert!(!log.may_reference_media(), "blocks that only say media");
+        assert!(!log.references_media(), "blocks that only say media");
         assert!(
-            !log.may_reference_media(),
+            !log.references_media(),
             "asked again: nothing new looked at"
         );
         let hash = "0".repeat(64);
@@ -115,13 +125,26 @@ mod tests {
         });
         user(&mut log, json!([reference]));
         assert!(
-            log.may_reference_media(),
+            log.references_media(),
             "the event appended after the last answer"
         );
         user(&mut log, json!("more"));
-        assert!(log.may_reference_media());
-        assert!(
-            log.clone().may_reference_media(),
+        user(
+            &mut log,
+            json!([{"type": "text", "text": "again"}, reference]),
+        );
+        let seqs = log.with_media_references(<[u64]>::to_vec);
+        let want: Vec<u64> = log
+            .events()
+            .iter()
+            .filter(|ev| ev.line().contains("\"media\""))
+            .map(|ev| ev.seq)
+            .collect();
+        assert_eq!(seqs, want);
+        assert_eq!(seqs.len(), 2);
+        assert_eq!(
+            log.clone().with_media_references(<[u64]>::to_vec),
+            seqs,
             "a copy keeps what was found"
         );
     }

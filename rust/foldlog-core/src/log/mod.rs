@@ -28,7 +28,7 @@ pub use counts::SurfaceTokens;
 use counts::TokenCache;
 pub use derive::LogHistory;
 pub use events::Events;
-pub use media_scan::{holds_reference, may_reference_media};
+pub use media_scan::{holds_reference, references_media};
 pub use stats::Stats;
 
 /// A chat message derived from the log, shared (never mutated after projection).
@@ -57,7 +57,7 @@ pub struct EventLog {
     send: send::SendState,
     /// Restored from a checkpoint: where the prefix it does not hold is stored (`checkpoint`).
     partial: Option<Box<checkpoint::Prefix>>,
-    /// Whether an event may hold a media reference, looked at as events come (`media_scan`).
+    /// The events holding a media reference, looked at as events come (`media_scan`).
     media_scan: media_scan::MediaScan,
 }
 
@@ -85,10 +85,14 @@ impl EventLog {
     pub fn held(&self) -> &Events {
         &self.events
     }
-    /// Whether some event may hold a media reference (never a false "no"); O(events appended
-    /// since the last call).
-    pub fn may_reference_media(&self) -> bool {
-        self.media_scan.check(&self.events)
+    /// `f` of the seqs, in order, of the events whose message references media; each event is
+    /// looked at once (O(events appended since the last call)).
+    pub fn with_media_references<R>(&self, f: impl FnOnce(&[u64]) -> R) -> R {
+        self.media_scan.with_references(&self.events, f)
+    }
+    /// Whether some event's message references media.
+    pub fn references_media(&self) -> bool {
+        self.with_media_references(|seqs| !seqs.is_empty())
     }
     /// How many events the log has (its next seq), whether it holds them all or not.
     pub fn len(&self) -> usize {
