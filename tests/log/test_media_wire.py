@@ -261,9 +261,13 @@ def test_the_core_says_which_messages_reference_media(tmp_path: Path) -> None:
             assert ("user", True) in kinds and ("user", False) in kinds, "moved and derived"
             assert json.dumps(raw[-1]).count("media") == 1, "the plain blocks are not flagged"
             assert len(raw) - 1 not in expected
-        before = s.wire_request("keep").messages.media_indexes()
+        held = s.wire_request("keep").messages
+        assert isinstance(held, MessageSequence)
+        before = held.media_indexes()
         s.add(image_message(SCREEN, "one more image"))
         messages = s.wire_request("keep").messages
         assert isinstance(messages, MessageSequence)
         assert messages.media_indexes() == [*before, len(messages) - 1], "found as it is appended"
-        assert messages[1:].media_indexes() == [i - 1 for i in messages.media_indexes()]
+        tail = messages[1:]
+        assert isinstance(tail, MessageSequence)
+        assert tail.media_indexes() == [i - 1 for i in messages.media_indexes()]
